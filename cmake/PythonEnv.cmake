@@ -1,0 +1,73 @@
+# Python for the tests that need it (pytest, numpy, matplotlib).
+# The system Python is used when it has them; otherwise a virtual environment is made in the build tree
+# and requirements.txt installed into it. If that is impossible (no Python, offline), configuring
+# says why and those tests are registered as skipped, while the C++ parts build and test as usual.
+#
+# Sets CONV1D_PYTHON (interpreter with the packages, or empty), CONV1D_PYTHON_WHY (why empty) and
+# CONV1D_PYTHON_PLAIN (any Python 3, for the stdlib-only scripts such as the docs check).
+find_package(Python3 COMPONENTS Interpreter)
+set(CONV1D_PYTHON "")
+set(CONV1D_PYTHON_WHY "")
+set(CONV1D_PYTHON_PLAIN "")
+set(_req ${PROJECT_SOURCE_DIR}/requirements.txt)
+set(_probe "import numpy, matplotlib, pytest")
+
+if(NOT Python3_FOUND)
+  set(CONV1D_PYTHON_WHY "no Python 3 interpreter found")
+else()
+  set(CONV1D_PYTHON_PLAIN ${Python3_EXECUTABLE})
+  execute_process(COMMAND ${Python3_EXECUTABLE} -c "${_probe}" RESULT_VARIABLE _rc OUTPUT_QUIET ERROR_QUIET)
+  if(_rc EQUAL 0)
+    set(CONV1D_PYTHON ${Python3_EXECUTABLE})
+  else()
+    set(_venv ${CMAKE_BINARY_DIR}/venv)
+    set(_vpy ${_venv}/bin/python)
+    set(_rc 1)
+    if(EXISTS ${_vpy})
+      execute_process(COMMAND ${_vpy} -c "${_probe}" RESULT_VARIABLE _rc OUTPUT_QUIET ERROR_QUIET)
+    endif()
+    if(NOT _rc EQUAL 0)
+      message(STATUS "conv1d: system Python lacks numpy/matplotlib/pytest; installing requirements.txt into ${_venv}")
+      execute_process(COMMAND ${Python3_EXECUTABLE} -m venv ${_venv} RESULT_VARIABLE _rc OUTPUT_QUIET ERROR_VARIABLE _err)
+      if(_rc EQUAL 0)
+        execute_process(COMMAND ${_vpy} -m pip install --quiet --disable-pip-version-check -r ${_req}
+                        RESULT_VARIABLE _rc OUTPUT_QUIET ERROR_VARIABLE _err)
+      endif()
+      if(_rc EQUAL 0)
+        execute_process(COMMAND ${_vpy} -c "${_probe}" RESULT_VARIABLE _rc OUTPUT_QUIET ERROR_VARIABLE _err)
+      endif()
+    endif()
+    if(_rc EQUAL 0)
+      set(CONV1D_PYTHON ${_vpy})
+    else()
+      string(STRIP "${_err}" _err)
+      string(REGEX REPLACE "\n.*" "" _err "${_err}")
+      set(CONV1D_PYTHON_WHY "could not install requirements.txt into ${_venv} (offline?): ${_err}")
+    endif()
+  endif()
+endif()
+
+if(CONV1D_PYTHON)
+  message(STATUS "conv1d: Python tests use ${CONV1D_PYTHON}")
+else()
+  message(WARNING "conv1d: Python tests will be skipped: ${CONV1D_PYTHON_WHY}")
+endif()
+
+# Registers the Python tests, or one skipped placeholder that says why they cannot run.
+function(conv1d_add_python_tests)
+  if(CONV1D_PYTHON_PLAIN)
+    add_test(NAME docs.in_sync
+             COMMAND ${CONV1D_PYTHON_PLAIN} ${PROJECT_SOURCE_DIR}/scripts/docs_sync.py --check)
+  endif()
+  if(NOT CONV1D_PYTHON)
+    add_test(NAME python.skipped COMMAND sh -c "echo 'Python tests skipped: ${CONV1D_PYTHON_WHY}'; exit 77")
+    set_tests_properties(python.skipped PROPERTIES SKIP_RETURN_CODE 77)
+    return()
+  endif()
+  add_executable(npy_writer ${PROJECT_SOURCE_DIR}/tests/npy_writer_main.cpp)
+  conv1d_target_defaults(npy_writer)
+  target_link_libraries(npy_writer PRIVATE conv1d_common)
+  add_test(NAME python.npy_with_numpy
+           COMMAND ${CONV1D_PYTHON} -m pytest -q -p no:cacheprovider ${PROJECT_SOURCE_DIR}/tests/python)
+  set_tests_properties(python.npy_with_numpy PROPERTIES ENVIRONMENT "CONV1D_NPY_WRITER=$<TARGET_FILE:npy_writer>")
+endfunction()

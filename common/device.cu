@@ -1,0 +1,66 @@
+#include "common/device.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <sstream>
+
+#include "common/check.h"
+
+namespace conv1d {
+
+bool gpu_available(std::string* why_not) {
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    cudaGetLastError();  // not sticky, but leave no trace for later checks
+    if (why_not) *why_not = std::string(cudaGetErrorName(err)) + ": " + cudaGetErrorString(err);
+    return false;
+  }
+  if (count == 0) {
+    if (why_not) *why_not = "the runtime reports 0 devices";
+    return false;
+  }
+  return true;
+}
+
+bool gpu_required_by_environment() {
+  const char* v = std::getenv("CONV1D_REQUIRE_GPU");
+  return v && *v && std::string(v) != "0";
+}
+
+DeviceInfo query_device() {
+  DeviceInfo info;
+  GPU_CHECK(cudaGetDevice(&info.index));
+  cudaDeviceProp prop{};
+  GPU_CHECK(cudaGetDeviceProperties(&prop, info.index));
+  info.name = prop.name;
+  info.sm_count = prop.multiProcessorCount;
+  info.major = prop.major;
+  info.minor = prop.minor;
+  int l2 = 0;
+  GPU_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, info.index));
+  info.l2_bytes = l2;
+  size_t free_b = 0, total_b = 0;
+  GPU_CHECK(cudaMemGetInfo(&free_b, &total_b));
+  info.free_memory = static_cast<int64_t>(free_b);
+  info.total_memory = static_cast<int64_t>(total_b);
+  return info;
+}
+
+std::string DeviceInfo::describe() const {
+  std::ostringstream s;
+  s << name << " (cc " << major << "." << minor << ", " << sm_count << " SMs, "
+    << (total_memory >> 20) << " MiB, " << (free_memory >> 20) << " MiB free, L2 " << (l2_bytes >> 20)
+    << " MiB)";
+  return s.str();
+}
+
+int64_t host_available_memory() {
+  const long pages = sysconf(_SC_AVPHYS_PAGES);
+  const long page = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return 0;
+  return static_cast<int64_t>(pages) * page;
+}
+
+}  // namespace conv1d

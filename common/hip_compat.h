@@ -1,0 +1,56 @@
+// CUDA runtime names used by this project, mapped onto HIP. Only what the project calls is listed:
+// if a new call does not compile on AMD, add its line here rather than an #ifdef at the call site.
+#pragma once
+
+#include <hip/hip_runtime.h>
+#include <hip/hip_fp16.h>
+#if __has_include(<hip/hip_bf16.h>)  // ROCm 6 and later: CUDA-like __hip_bfloat16
+#include <hip/hip_bf16.h>
+using __nv_bfloat16 = __hip_bfloat16;
+#else  // ROCm 5 (e.g. Debian's hipcc): the older class, with the two conversions we use
+#include <hip/hip_bfloat16.h>
+using __nv_bfloat16 = hip_bfloat16;
+__host__ __device__ inline float __bfloat162float(hip_bfloat16 v) { return static_cast<float>(v); }
+__host__ __device__ inline hip_bfloat16 __float2bfloat16_rn(float v) { return hip_bfloat16(v); }  // RNE
+#endif
+
+#define cudaError_t hipError_t
+#define cudaSuccess hipSuccess
+#define cudaErrorNoDevice hipErrorNoDevice
+#define cudaErrorInsufficientDriver hipErrorInsufficientDriver
+#define cudaGetErrorString hipGetErrorString
+#define cudaGetErrorName hipGetErrorName
+#define cudaGetLastError hipGetLastError
+#define cudaPeekAtLastError hipPeekAtLastError
+#define cudaGetDeviceCount hipGetDeviceCount
+#define cudaGetDevice hipGetDevice
+#define cudaSetDevice hipSetDevice
+#define cudaDeviceProp hipDeviceProp_t
+#define cudaGetDeviceProperties hipGetDeviceProperties
+#define cudaDeviceGetAttribute hipDeviceGetAttribute
+#define cudaDevAttrL2CacheSize hipDeviceAttributeL2CacheSize
+#define cudaDeviceSynchronize hipDeviceSynchronize
+#define cudaMemGetInfo hipMemGetInfo
+#define cudaMalloc hipMalloc
+#define cudaFree hipFree
+#define cudaMallocHost hipHostMalloc
+#define cudaFreeHost hipHostFree
+#define cudaMemcpy hipMemcpy
+#define cudaMemcpyAsync hipMemcpyAsync
+#define cudaMemset hipMemset
+#define cudaMemsetAsync hipMemsetAsync
+#define cudaMemcpyHostToDevice hipMemcpyHostToDevice
+#define cudaMemcpyDeviceToHost hipMemcpyDeviceToHost
+#define cudaMemcpyDeviceToDevice hipMemcpyDeviceToDevice
+#define cudaStream_t hipStream_t
+#define cudaStreamCreate hipStreamCreate
+#define cudaStreamDestroy hipStreamDestroy
+#define cudaStreamSynchronize hipStreamSynchronize
+#define cudaEvent_t hipEvent_t
+#define cudaEventCreate hipEventCreate
+#define cudaEventDestroy hipEventDestroy
+#define cudaEventRecord hipEventRecord
+#define cudaEventSynchronize hipEventSynchronize
+#define cudaEventElapsedTime hipEventElapsedTime
+#define cudaDriverGetVersion hipDriverGetVersion
+#define cudaRuntimeGetVersion hipRuntimeGetVersion

@@ -1,0 +1,315 @@
+#include "common/runner.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+#include "common/device.h"
+#include "common/npy.h"
+#include "common/reference.h"
+#include "common/timing.h"
+#include "common/verify.h"
+
+namespace conv1d {
+
+int handle_command_line(int argc, char** argv, const ChapterSpec& spec, Options* opt,
+                        const std::vector<ExtraFlag>& extra) {
+  const ParseResult r = parse_command_line(argc, argv, spec, opt, extra);
+  if (r.status == ParseStatus::help) {
+    std::fputs(r.message.c_str(), stdout);
+    return 0;
+  }
+  if (r.status == ParseStatus::error) {
+    std::fprintf(stderr, "%s: %s\n", spec.exe_name().c_str(), r.message.c_str());
+    return 2;
+  }
+  return -1;
+}
+
+int handle_missing_gpu(const ChapterSpec& spec) {
+  std::string why;
+  if (gpu_available(&why)) return -1;
+  std::fprintf(stderr, "%s: no GPU found (%s); nothing to run\n", spec.exe_name().c_str(), why.c_str());
+  return gpu_required_by_environment() ? 1 : kExitNoGpu;
+}
+
+std::string check_memory(const MemoryNeed& need) {
+  auto gib = [](int64_t b) { return std::to_string(b / (1 << 20)) + " MiB"; };
+  const DeviceInfo dev = query_device();
+  // Keep a margin for the runtime's own allocations.
+  if (need.device_bytes > dev.free_memory - (int64_t(256) << 20))
+    return "the run needs " + gib(need.device_bytes) + " of device memory, " + gib(dev.free_memory) +
+           " are free on " + dev.name + " (make --batch, --dim or --seqlen smaller)";
+  const int64_t host_free = host_available_memory();
+  if (host_free > 0 && need.host_bytes > host_free)
+    return "the run needs " + gib(need.host_bytes) + " of host memory, " + gib(host_free) +
+           " are available (make --batch, --dim or --seqlen smaller)";
+  return "";
+}
+
+FwdProblem make_forward_problem(const Options& opt) {
+  FwdProblem p;
+  p.opt = opt;
+  p.shape = ConvShape{opt.batch, opt.dim, opt.seqlen, opt.width};
+  const size_t n = static_cast<size_t>(p.shape.elements());
+  p.x = HostArray(opt.dtype, n);
+  p.weight = HostArray(opt.dtype, static_cast<size_t>(opt.dim * opt.width));
+  fill_uniform(p.x, opt.seed, -1.0, 1.0);
+  fill_uniform(p.weight, opt.seed + 1, -1.0, 1.0);
+  std::vector<double> bias;
+  if (opt.bias) {
+    p.bias = HostArray(opt.dtype, static_cast<size_t>(opt.dim));
+    fill_uniform(p.bias, opt.seed + 2, -1.0, 1.0);
+    bias = p.bias.to_double();
+  }
+  const std::vector<double> x = p.x.to_double(), w = p.weight.to_double();
+  RefProblem rp;
+  rp.shape = p.shape;
+  rp.layout = Layout::channel_first;
+  rp.x = x.data();
+  rp.weight = w.data();
+  rp.bias = opt.bias ? bias.data() : nullptr;
+  rp.silu = opt.silu;
+  p.ref.resize(n);
+  reference_forward(rp, p.ref.data());
+  return p;
+}
+
+namespace {
+
+struct KernelResult {
+  std::string kernel;
+  double ms = 0, tflops = 0, gbs = 0;
+};
+
+struct VariantResult {
+  std::string name;
+  bool verified = false;
+  Summary e2e_ms, device_ms;
+  std::vector<KernelResult> kernels;  // as modelled by the variant, main kernel first
+};
+
+std::string shape_string(const Options& o) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "B=%lld D=%lld L=%lld W=%d %s%s%s", static_cast<long long>(o.batch),
+                static_cast<long long>(o.dim), static_cast<long long>(o.seqlen), o.width, dtype_name(o.dtype),
+                o.bias ? " bias" : "", o.silu ? " silu" : "");
+  return buf;
+}
+
+void ensure_parent_dir(const std::string& path) {
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent);
+}
+
+double record_ms(const PhaseRecorder& rec, int iteration, const std::string& name) {
+  int64_t ns = 0;
+  for (const PhaseRecord& r : rec.records())
+    if (r.iteration == iteration && r.name == name) ns += r.duration_ns();
+  return ns * 1e-6;
+}
+
+VariantResult run_variant(const FwdVariant& v, const FwdProblem& p, L2Flusher& flusher,
+                          double ceiling_gbs, bool several) {
+  const Options& opt = p.opt;
+  const std::vector<int64_t> dims{opt.batch, opt.dim, opt.seqlen};
+  const Tolerance tol = default_tolerance(opt.dtype);
+  VariantResult res;
+  res.name = v.name;
+  std::printf("\n== variant %s ==\n", v.name.c_str());
+
+  PhaseRecorder rec;
+  HostArray out(opt.dtype, p.x.size());
+
+  // 1. Verification run: poisoned outputs on both sides, so nothing unwritten can pass.
+  out.fill_nan();
+  rec.begin_iteration(0);
+  RunContext verify_ctx{rec, true};
+  v.run(p, verify_ctx, out);
+  rec.end_iteration();
+  const VerifyReport first = verify("out", out, p.ref, tol, dims);
+  std::printf("  %s\n%s", first.summary().c_str(), first.details().c_str());
+
+  // 2. Warm-up, then timed runs, each after an L2 flush (outside the timed region).
+  std::printf("  timing: %d warm-up + %d timed runs ...\n", opt.warmup, opt.iters);
+  std::fflush(stdout);
+  RunContext timed_ctx{rec, false};
+  for (int i = 0; i < opt.warmup; ++i) {
+    flusher.flush();
+    GPU_CHECK(cudaDeviceSynchronize());
+    rec.begin_iteration(-1);
+    v.run(p, timed_ctx, out);
+    rec.end_iteration();
+  }
+  std::vector<double> e2e, dev;
+  std::vector<std::vector<double>> per_kernel(v.kernels.size());
+  for (int i = 1; i <= opt.iters; ++i) {
+    flusher.flush();
+    GPU_CHECK(cudaDeviceSynchronize());
+    const int64_t t0 = host_now_ns();
+    rec.begin_iteration(i);
+    v.run(p, timed_ctx, out);
+    rec.end_iteration();
+    e2e.push_back((host_now_ns() - t0) * 1e-6);
+    dev.push_back(rec.kernel_ms(i));
+    for (size_t k = 0; k < v.kernels.size(); ++k) per_kernel[k].push_back(record_ms(rec, i, v.kernels[k].kernel));
+  }
+
+  // 3. Verify again after timing, on fresh poison (timing must not have disturbed anything).
+  out.fill_nan();
+  rec.begin_iteration(opt.iters + 1);
+  v.run(p, verify_ctx, out);
+  rec.end_iteration();
+  const VerifyReport again = verify("out", out, p.ref, tol, dims);
+
+  res.e2e_ms = summarize(e2e);
+  res.device_ms = summarize(dev);
+  res.verified = first.ok() && again.ok();
+  std::vector<PhaseRecord> timed;
+  for (const PhaseRecord& r : rec.records())
+    if (r.iteration >= 1 && r.iteration <= opt.iters) timed.push_back(r);
+  const std::vector<PhaseStat> stats = phase_stats(timed, 1);
+
+  std::printf("  phases (timed runs; kernels by device events, the rest by the host clock):\n%s",
+              phase_table(stats, opt.iters).c_str());
+  std::printf("  end-to-end: median %.3f ms (min %.3f, max %.3f); kernels: median %.3f ms\n", res.e2e_ms.median,
+              res.e2e_ms.min, res.e2e_ms.max, res.device_ms.median);
+  for (size_t k = 0; k < v.kernels.size(); ++k) {
+    const KernelModel& m = v.kernels[k];
+    KernelResult kr;
+    kr.kernel = m.kernel;
+    kr.ms = summarize(per_kernel[k]).median;
+    if (kr.ms > 0) {
+      kr.tflops = m.flops / (kr.ms * 1e-3) / 1e12;
+      kr.gbs = m.bytes / (kr.ms * 1e-3) / 1e9;
+    }
+    std::printf("  %s %s: %.3f ms per run, %.3f TFLOP/s, %.1f GB/s = %.1f%% of the copy ceiling\n",
+                k == 0 ? "main kernel" : "kernel", m.kernel.c_str(), kr.ms, kr.tflops, kr.gbs,
+                100.0 * kr.gbs / ceiling_gbs);
+    res.kernels.push_back(kr);
+  }
+  std::printf("  after timing: %s\n%s", again.summary().c_str(), again.details().c_str());
+
+  if (!opt.profile_csv.empty()) {
+    const std::string prefix = opt.profile_csv + (several ? "_" + v.name : "");
+    ensure_parent_dir(prefix + "_stats.csv");
+    write_stats_csv(prefix + "_stats.csv", stats);
+    write_trace_csv(prefix + "_trace.csv", rec.records());
+    std::printf("  wrote %s_stats.csv and %s_trace.csv\n", prefix.c_str(), prefix.c_str());
+  }
+  if (!opt.save_npy.empty()) {
+    const std::string path = opt.save_npy + "/out_" + v.name + ".npy";
+    write_npy(path, out, dims);
+    std::printf("  wrote %s\n", path.c_str());
+  }
+  return res;
+}
+
+// Appends rows to a tab-separated file, writing the header first when the file is new.
+void append_rows(const std::string& path, const std::string& header, const std::vector<std::string>& rows) {
+  ensure_parent_dir(path);
+  const bool fresh = !std::filesystem::exists(path) || std::filesystem::file_size(path) == 0;
+  std::ofstream f(path, std::ios::app);
+  if (fresh) f << header << "\n";
+  for (const std::string& r : rows) f << r << "\n";
+  if (!f) throw std::runtime_error("cannot append to " + path);
+}
+
+void write_summary(const std::string& path, const ChapterSpec& spec, const std::vector<VariantResult>& results,
+                   const std::string& device, const std::string& shape, double ceiling) {
+  std::vector<std::string> rows, kernel_rows;
+  char buf[512];
+  for (const VariantResult& r : results) {
+    std::snprintf(buf, sizeof buf, "%s\t%s\t%s\t%.4f\t%.4f\t%s\t%s\t%s", spec.number.c_str(), spec.name.c_str(),
+                  r.name.c_str(), r.e2e_ms.median, r.device_ms.median, r.verified ? "yes" : "no", device.c_str(),
+                  shape.c_str());
+    rows.push_back(buf);
+    for (const KernelResult& k : r.kernels) {
+      std::snprintf(buf, sizeof buf, "%s\t%s\t%s\t%s\t%.4f\t%.4f\t%.1f\t%.1f\t%.1f\t%s\t%s", spec.number.c_str(),
+                    spec.name.c_str(), r.name.c_str(), k.kernel.c_str(), k.ms, k.tflops, k.gbs, 100.0 * k.gbs / ceiling,
+                    ceiling, device.c_str(), shape.c_str());
+      kernel_rows.push_back(buf);
+    }
+  }
+  append_rows(path, "chapter\tname\tvariant\tend_to_end_ms\tkernels_ms\tverified\tdevice\tshape", rows);
+  std::string kpath = path;
+  if (kpath.size() > 4 && kpath.compare(kpath.size() - 4, 4, ".tsv") == 0) kpath.resize(kpath.size() - 4);
+  append_rows(kpath + "_kernels.tsv",
+              "chapter\tname\tvariant\tkernel\tms\ttflops\tgbs\tceiling_pct\tcopy_ceiling_gbs\tdevice\tshape",
+              kernel_rows);
+}
+
+}  // namespace
+
+int run_forward_chapter(int argc, char** argv, const FwdChapter& ch) {
+  Options opt;
+  int rc = handle_command_line(argc, argv, ch.spec, &opt, ch.extra_flags);
+  if (rc >= 0) return rc;
+  rc = handle_missing_gpu(ch.spec);
+  if (rc >= 0) return rc;
+  const std::string exe = ch.spec.exe_name();
+  try {
+    const DeviceInfo dev = query_device();
+    const int64_t copy_bytes = std::min<int64_t>(int64_t(256) << 20, dev.free_memory / 8);
+    MemoryNeed need = ch.memory(opt);
+    const int64_t n = opt.batch * opt.dim * opt.seqlen;
+    need.device_bytes += 2 * dev.l2_bytes + 2 * copy_bytes;
+    need.host_bytes += n * (2 * dtype_bytes(opt.dtype) + 3 * 8);  // x, out; x, ref in fp64 (+ slack)
+    const std::string err = check_memory(need);
+    if (!err.empty()) {
+      std::fprintf(stderr, "%s: %s\n", exe.c_str(), err.c_str());
+      return 2;
+    }
+
+    std::printf("%s: chapter %s - %s\n", exe.c_str(), ch.spec.number.c_str(), ch.spec.title.c_str());
+    std::printf("device: %s\n", dev.describe().c_str());
+    std::printf("shape: B=%lld D=%lld L=%lld W=%d, %s, bias %s, silu %s; %d warm-up + %d timed runs, seed %llu\n",
+                static_cast<long long>(opt.batch), static_cast<long long>(opt.dim),
+                static_cast<long long>(opt.seqlen), opt.width, dtype_name(opt.dtype), opt.bias ? "on" : "off",
+                opt.silu ? "on" : "off", opt.warmup, opt.iters, static_cast<unsigned long long>(opt.seed));
+    std::fflush(stdout);
+
+    const int64_t t_ref = host_now_ns();
+    const FwdProblem p = make_forward_problem(opt);
+    std::printf("inputs and fp64 reference: %.2f s on the CPU\n", (host_now_ns() - t_ref) * 1e-9);
+    const double ceiling = measure_copy_ceiling_gbs(static_cast<size_t>(copy_bytes));
+    std::printf("copy ceiling (device-to-device, bytes read + written): %.1f GB/s\n", ceiling);
+
+    if (!opt.save_npy.empty()) {
+      std::filesystem::create_directories(opt.save_npy);
+      write_npy(opt.save_npy + "/x.npy", p.x, {opt.batch, opt.dim, opt.seqlen});
+      write_npy(opt.save_npy + "/weight.npy", p.weight, {opt.dim, opt.width});
+      if (opt.bias) write_npy(opt.save_npy + "/bias.npy", p.bias, {opt.dim});
+      write_npy(opt.save_npy + "/reference.npy", p.ref, {opt.batch, opt.dim, opt.seqlen});
+      std::printf("wrote x, weight%s and reference .npy files to %s\n", opt.bias ? ", bias" : "",
+                  opt.save_npy.c_str());
+    }
+
+    L2Flusher flusher;
+    const std::vector<FwdVariant> variants = ch.variants(opt);
+    std::vector<VariantResult> results;
+    for (const FwdVariant& v : variants)
+      results.push_back(run_variant(v, p, flusher, ceiling, variants.size() > 1));
+
+    std::printf("\nsummary (%s, B=%lld D=%lld L=%lld W=%d %s):\n", dev.name.c_str(), static_cast<long long>(opt.batch),
+                static_cast<long long>(opt.dim), static_cast<long long>(opt.seqlen), opt.width, dtype_name(opt.dtype));
+    std::printf("  %-12s %12s %12s %10s %10s %9s\n", "variant", "end-to-end", "kernels", "TFLOP/s", "GB/s",
+                "verified");
+    bool all_ok = true;
+    for (const VariantResult& r : results) {
+      const KernelResult main_k = r.kernels.empty() ? KernelResult{} : r.kernels.front();
+      std::printf("  %-12s %9.3f ms %9.3f ms %10.3f %10.1f %9s\n", r.name.c_str(), r.e2e_ms.median,
+                  r.device_ms.median, main_k.tflops, main_k.gbs, r.verified ? "yes" : "NO");
+      all_ok &= r.verified;
+    }
+    if (!opt.summary.empty()) write_summary(opt.summary, ch.spec, results, dev.name, shape_string(opt), ceiling);
+    std::printf("%s\n", all_ok ? "VERIFIED" : "VERIFICATION FAILED");
+    return all_ok ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: error: %s\n", exe.c_str(), e.what());
+    return 1;
+  }
+}
+
+}  // namespace conv1d

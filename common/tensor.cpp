@@ -1,0 +1,113 @@
+// Host arrays in a storage dtype, and the test-data generator.
+#include "common/tensor.h"
+
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+namespace conv1d {
+
+const char* layout_name(Layout l) {
+  switch (l) {
+    case Layout::channel_first: return "channel_first";
+    case Layout::channel_last: return "channel_last";
+  }
+  return "unknown";
+}
+
+HostArray::HostArray(Dtype dtype, size_t count)
+    : dtype_(dtype),
+      count_(count),
+      storage_((count * static_cast<size_t>(dtype_bytes(dtype)) + sizeof(uint32_t) - 1) / sizeof(uint32_t), 0u) {}
+
+namespace {
+
+void check_index(size_t i, size_t count) {
+  if (i >= count) {
+    throw std::out_of_range("HostArray: index " + std::to_string(i) + " out of range for size " +
+                            std::to_string(count));
+  }
+}
+
+}  // namespace
+
+double HostArray::get(size_t i) const {
+  check_index(i, count_);
+  const unsigned char* p = reinterpret_cast<const unsigned char*>(storage_.data());
+  if (dtype_ == Dtype::fp32) {
+    float f;
+    std::memcpy(&f, p + i * 4, 4);
+    return f;
+  }
+  uint16_t bits;
+  std::memcpy(&bits, p + i * 2, 2);
+  return dtype_ == Dtype::fp16 ? half_bits_to_float(bits) : bf16_bits_to_float(bits);
+}
+
+void HostArray::set(size_t i, double v) {
+  check_index(i, count_);
+  unsigned char* p = reinterpret_cast<unsigned char*>(storage_.data());
+  // round_to_dtype rounds the double once, directly to the format; the result is exactly a value of
+  // the format, so the conversions below are exact.
+  const float f = static_cast<float>(round_to_dtype(v, dtype_));
+  if (dtype_ == Dtype::fp32) {
+    std::memcpy(p + i * 4, &f, 4);
+    return;
+  }
+  const uint16_t bits = dtype_ == Dtype::fp16 ? float_to_half_bits(f) : float_to_bf16_bits(f);
+  std::memcpy(p + i * 2, &bits, 2);
+}
+
+std::vector<double> HostArray::to_double() const {
+  std::vector<double> r(count_);
+  for (size_t i = 0; i < count_; ++i) r[i] = get(i);
+  return r;
+}
+
+void HostArray::fill_nan() {
+  // All-ones bytes are a NaN in every format (exponent all ones, fraction nonzero), and the same
+  // byte pattern the device buffers are poisoned with.
+  if (!storage_.empty()) std::memset(storage_.data(), 0xFF, storage_.size() * sizeof(uint32_t));
+}
+
+void fill_uniform(HostArray& a, uint64_t seed, double lo, double hi) {
+  Rng rng(seed);
+  for (size_t i = 0; i < a.size(); ++i) a.set(i, rng.uniform(lo, hi));
+}
+
+uint64_t Rng::next() {
+  // splitmix64 (Steele, Lea, Flood): a Weyl sequence through a 64-bit finalizer.
+  state += 0x9E3779B97F4A7C15ull;
+  uint64_t z = state;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+double Rng::uniform(double lo, double hi) {
+  // The top 53 bits give a multiple of 2^-53 in [0, 1), exactly.
+  const double u = static_cast<double>(next() >> 11) * 0x1.0p-53;
+  const double r = lo + (hi - lo) * u;
+  // The arithmetic above can round up to hi itself; keep the interval half-open.
+  return (hi > lo && r >= hi) ? std::nextafter(hi, lo) : r;
+}
+
+int64_t Rng::range(int64_t lo, int64_t hi) {
+  if (lo > hi) {
+    throw std::invalid_argument("Rng::range: empty range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  }
+  // Number of values, modulo 2^64 (0 means the full 64-bit range).
+  const uint64_t n = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo) + 1u;
+  if (n == 0) return static_cast<int64_t>(next());
+  // Reject the lowest 2^64 mod n outputs so that the remaining ones are a whole number of copies of
+  // [0, n): x % n is then exactly uniform.
+  const uint64_t reject_below = (0u - n) % n;
+  uint64_t x;
+  do {
+    x = next();
+  } while (x < reject_below);
+  return static_cast<int64_t>(static_cast<uint64_t>(lo) + x % n);
+}
+
+}  // namespace conv1d

@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""Keeps docs/ and README.md in step with the sources and the committed result files.
+
+Two kinds of marked regions in Markdown files are generated, never typed by hand:
+
+  <!-- include: PATH#REGION -->            the lines between `// [docs:REGION]` and
+  ```cuda                                  `// [/docs:REGION]` in PATH (a source file)
+  ...
+  ```
+  <!-- /include -->
+
+  <!-- results: KIND PATH [key=value ...] -->   a Markdown table made from a committed result
+  ...                                          file (KIND: phases, summary, tsv)
+  <!-- /results -->
+
+Usage: docs_sync.py          rewrite the regions in place
+       docs_sync.py --check  exit 1 (and show what differs) if any region is out of date
+Only the standard library is used, so the check runs wherever Python 3 does.
+"""
+import argparse
+import csv
+import difflib
+import pathlib
+import re
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+INCLUDE = re.compile(r"(<!-- include: (?P<path>[^#\s]+)#(?P<region>[\w.-]+) -->\n)(?P<body>.*?)(<!-- /include -->)", re.S)
+RESULTS = re.compile(r"(<!-- results: (?P<args>[^>]*?) -->\n)(?P<body>.*?)(<!-- /results -->)", re.S)
+LANG = {".cu": "cuda", ".cuh": "cuda", ".h": "cpp", ".cpp": "cpp", ".py": "python", ".sh": "bash", ".cmake": "cmake"}
+
+
+class DocError(Exception):
+    pass
+
+
+def source_region(path, region):
+    src = ROOT / path
+    if not src.is_file():
+        raise DocError(f"{path}: no such source file")
+    lines = src.read_text().splitlines()
+    begin = [i for i, l in enumerate(lines) if l.strip() == f"// [docs:{region}]"]
+    end = [i for i, l in enumerate(lines) if l.strip() == f"// [/docs:{region}]"]
+    if len(begin) != 1 or len(end) != 1 or end[0] <= begin[0]:
+        raise DocError(f"{path}: region '{region}' must be marked once by // [docs:{region}] ... // [/docs:{region}]")
+    body = "\n".join(lines[begin[0] + 1:end[0]])
+    return f"```{LANG.get(src.suffix, '')}\n{body}\n```\n"
+
+
+def read_csv(path):
+    p = ROOT / path
+    if not p.is_file():
+        raise DocError(f"{path}: result file not found")
+    with p.open(newline="") as f:
+        rows = list(csv.DictReader(f, delimiter="\t" if p.suffix == ".tsv" else ","))
+    if not rows:
+        raise DocError(f"{path}: no rows")
+    return rows
+
+
+def table(header, rows):
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(out) + "\n"
+
+
+def results_phases(path, opts):
+    """A phase table from a chapter's --profile-csv stats file (per timed run)."""
+    rows = read_csv(path)
+    runs = int(opts.get("runs", "1"))
+    body = []
+    for r in rows:
+        total_ms = float(r["TotalDurationNs"]) / 1e6 / runs
+        body.append([r["Name"], r["Category"], int(r["Calls"]) // runs, f"{total_ms:.3f}", f"{float(r['Percentage']):.1f} %"])
+    shares = {}
+    for r in rows:
+        shares[r["Category"]] = shares.get(r["Category"], 0.0) + float(r["Percentage"])
+    text = table(["phase", "kind", "calls per run", "ms per run", "share"], body)
+    text += "\nBy kind: " + ", ".join(f"{k} {v:.1f} %" for k, v in sorted(shares.items(), key=lambda kv: -kv[1])) + ".\n"
+    return text
+
+
+def results_tsv(path, opts):
+    """Any tab-separated file with a header, as a table (optionally only some columns)."""
+    rows = read_csv(path)
+    cols = opts["columns"].split(",") if "columns" in opts else list(rows[0].keys())
+    missing = [c for c in cols if c not in rows[0]]
+    if missing:
+        raise DocError(f"{path}: no column(s) {', '.join(missing)}")
+    return table(cols, [[r[c] for c in cols] for r in rows])
+
+
+KINDS = {"phases": results_phases, "tsv": results_tsv}
+
+
+def results_region(args):
+    parts = args.split()
+    if len(parts) < 2 or parts[0] not in KINDS:
+        raise DocError(f"results region '{args}': expected KIND PATH [key=value...], KIND one of {', '.join(KINDS)}")
+    opts = dict(p.split("=", 1) for p in parts[2:] if "=" in p)
+    return KINDS[parts[0]](parts[1], opts)
+
+
+def render(text):
+    text = INCLUDE.sub(lambda m: m.group(1) + source_region(m.group("path"), m.group("region")) + m.group(5), text)
+    return RESULTS.sub(lambda m: m.group(1) + results_region(m.group("args")) + m.group(4), text)
+
+
+def markdown_files():
+    return sorted([ROOT / "README.md", *(ROOT / "docs").rglob("*.md")])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="report out-of-date regions instead of rewriting them")
+    args = ap.parse_args()
+    stale = 0
+    for md in markdown_files():
+        if not md.is_file():
+            continue
+        old = md.read_text()
+        try:
+            new = render(old)
+        except DocError as e:
+            print(f"{md.relative_to(ROOT)}: {e}", file=sys.stderr)
+            return 2
+        if new != old:
+            stale += 1
+            if args.check:
+                sys.stdout.writelines(difflib.unified_diff(old.splitlines(True), new.splitlines(True),
+                                                           str(md.relative_to(ROOT)), "generated"))
+            else:
+                md.write_text(new)
+                print(f"updated {md.relative_to(ROOT)}")
+    if args.check and stale:
+        print(f"{stale} file(s) out of date: run scripts/docs_sync.py", file=sys.stderr)
+        return 1
+    if args.check:
+        print("docs in sync with sources and result files")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

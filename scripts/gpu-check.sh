@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# The GPU check: everything that needs a GPU, in one go, on a machine that has one.
+#
+#   scripts/gpu-check.sh OUTDIR [--skip-build]
+#
+# Configures for the GPU in this machine, builds with every core, runs all tests (GPU tests must run:
+# CONV1D_REQUIRE_GPU=1 turns "no GPU, skipped" into a failure), runs every chapter at its default
+# shape (with phase CSVs) and at odd shapes for each dtype it supports, runs compute-sanitizer
+# (memcheck, racecheck, initcheck, synccheck) on every chapter at a small shape, and prints a summary
+# table. Logs, result files and summary.md go to OUTDIR. Exit 0 only when every step passed.
+set -uo pipefail
+
+out=${1:?usage: scripts/gpu-check.sh OUTDIR [--skip-build]}
+skip_build=${2:-}
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD_DIR:-$root/build/gpu-check}
+mkdir -p "$out/logs" "$out/results"
+out=$(cd "$out" && pwd)
+summary=$out/summary.md
+: > "$summary"
+failures=0
+export CONV1D_REQUIRE_GPU=1
+
+row() {  # row STEP WHAT RESULT [NOTE]
+  printf '| %s | %s | %s | %s |\n' "$1" "$2" "$3" "${4:-}" >> "$summary"
+  [[ $3 == pass ]] || failures=$((failures + 1))
+}
+step() { printf '\n=== %s ===\n' "$*"; }
+
+printf '| step | what | result | note |\n|---|---|---|---|\n' > "$summary"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$out/logs/gpu.txt" 2>&1 || true
+gpu=$(head -n1 "$out/logs/gpu.txt")
+
+if [[ $skip_build != --skip-build ]]; then
+  step "configure + build ($gpu)"
+  if cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=native \
+       > "$out/logs/configure.log" 2>&1 &&
+     cmake --build "$build" -j "$(nproc)" > "$out/logs/build.log" 2>&1; then
+    row build "configure + build, native arch" pass "$(grep -c warning "$out/logs/build.log") warning lines"
+  else
+    row build "configure + build, native arch" FAIL "see logs/build.log"
+    tail -n 40 "$out/logs/build.log" "$out/logs/configure.log"
+    cat "$summary"
+    exit 1
+  fi
+fi
+
+step "ctest"
+ctest --test-dir "$build" --output-on-failure -j 4 > "$out/logs/ctest.log" 2>&1
+rc=$?
+tests_line=$(grep -E "tests passed" "$out/logs/ctest.log" | tail -n1)
+skipped=$(grep -c -E "\*\*\*Skipped|Not Run" "$out/logs/ctest.log")
+if [[ $rc -eq 0 && $skipped -eq 0 ]]; then row ctest "all tests" pass "$tests_line"; else
+  row ctest "all tests" FAIL "$tests_line; $skipped skipped"; grep -E "Failed|Skipped|Not Run" "$out/logs/ctest.log" | head -20; fi
+
+chapters=$(find "$build/chapters" -maxdepth 2 -type f -name 'ch[0-9][0-9]_*' -perm -u+x | sort)
+for exe in $chapters; do
+  name=$(basename "$exe")
+  dtypes=$("$exe" --help | sed -n 's/.*storage type: \([a-z0-9, ]*\) (default.*/\1/p' | tr -d ',')
+  step "$name default"
+  if "$exe" --profile-csv "$out/results/${name}_default" --save-npy "$out/logs/npy_$name" \
+       --summary "$out/results/tour_summary.tsv" > "$out/results/${name}_default.log" 2>&1; then
+    row "$name" "default shape" pass "$(awk -F'\t' -v n="$name" 'n ~ "^ch"$1"_" {printf "%s: e2e %.3f ms, kernels %.3f ms; ", $3, $4, $5}' "$out/results/tour_summary.tsv")"
+  else
+    row "$name" "default shape" FAIL "see results/${name}_default.log"
+  fi
+  for dt in $dtypes; do
+    for shape in "--batch 3 --dim 37 --seqlen 101 --width 3" "--batch 1 --dim 1000 --seqlen 3 --width 4" \
+                 "--batch 2 --dim 257 --seqlen 1031 --width 2"; do
+      tag="$dt ${shape//--/}"
+      if "$exe" $shape --dtype "$dt" --iters 2 --warmup 1 >> "$out/logs/${name}_shapes.log" 2>&1; then
+        row "$name" "$tag" pass
+      else
+        row "$name" "$tag" FAIL "see logs/${name}_shapes.log"
+      fi
+    done
+  done
+  for tool in memcheck racecheck initcheck synccheck; do
+    step "$name compute-sanitizer $tool"
+    log="$out/logs/sanitizer_${name}_${tool}.log"
+    if compute-sanitizer --tool "$tool" --error-exitcode 99 "$exe" --batch 2 --dim 40 --seqlen 67 --width 4 \
+         --iters 1 --warmup 0 > "$log" 2>&1; then
+      row "$name" "compute-sanitizer $tool" pass "$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -n1)"
+    else
+      row "$name" "compute-sanitizer $tool" FAIL "$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -n1)"
+    fi
+  done
+done
+
+step "summary ($gpu)"
+cat "$summary"
+echo
+if [[ $failures -eq 0 ]]; then echo "GPU CHECK PASSED"; else echo "GPU CHECK FAILED: $failures step(s)"; fi
+[[ $failures -eq 0 ]]
