@@ -81,8 +81,17 @@ def results_phases(path, opts):
 
 
 def results_tsv(path, opts):
-    """Any tab-separated file with a header, as a table (optionally only some columns)."""
+    """Any tab-separated file with a header, as a table: columns=a,b,c keeps those columns,
+    where=col:value[,col:value...] keeps the rows whose columns hold those values ("+" in a value
+    stands for a space)."""
     rows = read_csv(path)
+    for cond in filter(None, opts.get("where", "").split(",")):
+        col, _, value = cond.partition(":")
+        if col not in rows[0]:
+            raise DocError(f"{path}: no column {col}")
+        rows = [r for r in rows if r[col] == value.replace("+", " ")]
+    if not rows:
+        raise DocError(f"{path}: no rows match {opts.get('where')}")
     cols = opts["columns"].split(",") if "columns" in opts else list(rows[0].keys())
     missing = [c for c in cols if c not in rows[0]]
     if missing:

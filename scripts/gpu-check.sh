@@ -51,15 +51,15 @@ rc=$?
 tests_line=$(grep -E "tests passed" "$out/logs/ctest.log" | tail -n1)
 skipped=$(grep -c -E "\*\*\*Skipped|Not Run" "$out/logs/ctest.log")
 if [[ $rc -eq 0 && $skipped -eq 0 ]]; then row ctest "all tests" pass "$tests_line"; else
-  row ctest "all tests" FAIL "$tests_line; $skipped skipped"; grep -E "Failed|Skipped|Not Run" "$out/logs/ctest.log" | head -20; fi
+  row ctest "all tests" FAIL "$tests_line; $skipped skipped"; tail -n 30 "$out/logs/ctest.log"; fi
 
 chapters=$(find "$build/chapters" -maxdepth 2 -type f -name 'ch[0-9][0-9]_*' -perm -u+x | sort)
 for exe in $chapters; do
   name=$(basename "$exe")
   dtypes=$("$exe" --help | sed -n 's/.*storage type: \([a-z0-9, ]*\) (default.*/\1/p' | tr -d ',')
   step "$name default"
-  if "$exe" --profile-csv "$out/results/${name}_default" --save-npy "$out/logs/npy_$name" \
-       --summary "$out/results/tour_summary.tsv" > "$out/results/${name}_default.log" 2>&1; then
+  if "$exe" --profile-csv "$out/results/${name}_default" --summary "$out/results/tour_summary.tsv" \
+       > "$out/results/${name}_default.log" 2>&1; then
     row "$name" "default shape" pass "$(awk -F'\t' -v n="$name" 'n ~ "^ch"$1"_" {printf "%s: e2e %.3f ms, kernels %.3f ms; ", $3, $4, $5}' "$out/results/tour_summary.tsv")"
   else
     row "$name" "default shape" FAIL "see results/${name}_default.log"
@@ -75,6 +75,12 @@ for exe in $chapters; do
       fi
     done
   done
+  if "$exe" --batch 2 --dim 5 --seqlen 7 --iters 1 --warmup 0 --save-npy "$out/logs/npy_$name" \
+       > "$out/logs/${name}_npy.log" 2>&1 && [[ -s $out/logs/npy_$name/x.npy ]]; then
+    row "$name" "--save-npy at a small shape" pass
+  else
+    row "$name" "--save-npy at a small shape" FAIL "see logs/${name}_npy.log"
+  fi
   for tool in memcheck racecheck initcheck synccheck; do
     step "$name compute-sanitizer $tool"
     log="$out/logs/sanitizer_${name}_${tool}.log"
@@ -85,6 +91,15 @@ for exe in $chapters; do
       row "$name" "compute-sanitizer $tool" FAIL "$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -n1)"
     fi
   done
+done
+
+# Further sections (benchmarks, profiler checks), one file each, sourced in name order. They may use
+# row, step, $out, $build, $root and $chapters, and write result files under $out/results.
+for section in "$root"/scripts/gpu-check.d/*.sh; do
+  [[ -e $section ]] || continue
+  step "section $(basename "$section")"
+  # shellcheck source=/dev/null
+  source "$section"
 done
 
 step "summary ($gpu)"
