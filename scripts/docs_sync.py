@@ -10,8 +10,14 @@ Two kinds of marked regions in Markdown files are generated, never typed by hand
   <!-- /include -->
 
   <!-- results: KIND PATH [key=value ...] -->   a Markdown table made from a committed result
-  ...                                          file (KIND: phases, summary, tsv)
+  ...                                          file (KIND: phases, tsv)
   <!-- /results -->
+
+  <!-- value: KIND PATH [key=value ...] -->N<!-- /value -->   one number inside a sentence:
+      tsv PATH where=col:value,... col=COLUMN [fmt=.1f] [scale=X]   a cell of a result table
+      share PATH category=CAT                                        a category's share (%) of a
+                                                                     phase stats file
+      ratio PATH where=... col=C over=col:value,...                  cell / the cell of another row
 
 Usage: docs_sync.py          rewrite the regions in place
        docs_sync.py --check  exit 1 (and show what differs) if any region is out of date
@@ -26,6 +32,7 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 INCLUDE = re.compile(r"(<!-- include: (?P<path>[^#\s]+)#(?P<region>[\w.-]+) -->\n)(?P<body>.*?)(<!-- /include -->)", re.S)
+VALUE = re.compile(r"(<!-- value: (?P<args>[^>]*?) -->)(?P<body>[^<\n]*)(<!-- /value -->)")
 RESULTS = re.compile(r"(<!-- results: (?P<args>[^>]*?) -->\n)(?P<body>.*?)(<!-- /results -->)", re.S)
 LANG = {".cu": "cuda", ".cuh": "cuda", ".h": "cpp", ".cpp": "cpp", ".py": "python", ".sh": "bash", ".cmake": "cmake"}
 
@@ -58,6 +65,17 @@ def read_csv(path):
     return rows
 
 
+def select(path, where):
+    """The rows of a result table whose columns hold the given values (where=col:value,...)."""
+    rows = read_csv(path)
+    for cond in filter(None, where.split(",")):
+        col, _, value = cond.partition(":")
+        if col not in rows[0]:
+            raise DocError(f"{path}: no column {col}")
+        rows = [r for r in rows if r[col] == value.replace("+", " ")]
+    return rows
+
+
 def table(header, rows):
     out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
@@ -84,12 +102,7 @@ def results_tsv(path, opts):
     """Any tab-separated file with a header, as a table: columns=a,b,c keeps those columns,
     where=col:value[,col:value...] keeps the rows whose columns hold those values ("+" in a value
     stands for a space)."""
-    rows = read_csv(path)
-    for cond in filter(None, opts.get("where", "").split(",")):
-        col, _, value = cond.partition(":")
-        if col not in rows[0]:
-            raise DocError(f"{path}: no column {col}")
-        rows = [r for r in rows if r[col] == value.replace("+", " ")]
+    rows = select(path, opts.get("where", ""))
     if not rows:
         raise DocError(f"{path}: no rows match {opts.get('where')}")
     cols = opts["columns"].split(",") if "columns" in opts else list(rows[0].keys())
@@ -102,6 +115,39 @@ def results_tsv(path, opts):
 KINDS = {"phases": results_phases, "tsv": results_tsv}
 
 
+def filtered(path, where):
+    rows = select(path, where)
+    if len(rows) != 1:
+        raise DocError(f"{path}: where={where} must select exactly one row (got {len(rows)})")
+    return rows[0]
+
+
+def cell(path, opts, where_key="where"):
+    row = filtered(path, opts.get(where_key, ""))
+    col = opts.get("col")
+    if col not in row:
+        raise DocError(f"{path}: no column {col}")
+    return float(row[col])
+
+
+def value_region(args):
+    parts = args.split()
+    if len(parts) < 2:
+        raise DocError(f"value region '{args}': expected KIND PATH [key=value...]")
+    kind, path = parts[0], parts[1]
+    opts = dict(p.split("=", 1) for p in parts[2:] if "=" in p)
+    if kind == "tsv":
+        v = cell(path, opts) * float(opts.get("scale", "1"))
+    elif kind == "ratio":
+        v = cell(path, opts) / cell(path, opts, "over")
+    elif kind == "share":
+        rows = read_csv(path)
+        v = sum(float(r["Percentage"]) for r in rows if r["Category"] == opts.get("category"))
+    else:
+        raise DocError(f"value region '{args}': unknown kind {kind} (tsv, ratio, share)")
+    return format(v, opts.get("fmt", ".1f"))
+
+
 def results_region(args):
     parts = args.split()
     if len(parts) < 2 or parts[0] not in KINDS:
@@ -112,7 +158,8 @@ def results_region(args):
 
 def render(text):
     text = INCLUDE.sub(lambda m: m.group(1) + source_region(m.group("path"), m.group("region")) + m.group(5), text)
-    return RESULTS.sub(lambda m: m.group(1) + results_region(m.group("args")) + m.group(4), text)
+    text = RESULTS.sub(lambda m: m.group(1) + results_region(m.group("args")) + m.group(4), text)
+    return VALUE.sub(lambda m: m.group(1) + value_region(m.group("args")) + m.group(4), text)
 
 
 def markdown_files():
