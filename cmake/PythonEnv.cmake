@@ -1,4 +1,4 @@
-# Python for the tests that need it (pytest, numpy, matplotlib).
+# Python for the tests that need it (pytest, numpy, matplotlib) and for the tour's charts (profiling/).
 # The system Python is used when it has them; otherwise a virtual environment is made in the build tree
 # and requirements.txt installed into it. If that is impossible (no Python, offline), configuring
 # says why and those tests are registered as skipped, while the C++ parts build and test as usual.
@@ -50,7 +50,7 @@ endif()
 if(CONV1D_PYTHON)
   message(STATUS "conv1d: Python tests use ${CONV1D_PYTHON}")
 else()
-  message(WARNING "conv1d: Python tests will be skipped: ${CONV1D_PYTHON_WHY}")
+  message(WARNING "conv1d: Python tests and the tour's charts will be skipped: ${CONV1D_PYTHON_WHY}")
 endif()
 
 # Registers the Python tests, or one skipped placeholder that says why they cannot run.
@@ -68,6 +68,19 @@ function(conv1d_add_python_tests)
   conv1d_target_defaults(npy_writer)
   target_link_libraries(npy_writer PRIVATE conv1d_common)
   add_test(NAME python.npy_with_numpy
-           COMMAND ${CONV1D_PYTHON} -m pytest -q -p no:cacheprovider ${PROJECT_SOURCE_DIR}/tests/python)
+           COMMAND ${CONV1D_PYTHON} -m pytest -q -p no:cacheprovider ${PROJECT_SOURCE_DIR}/tests/python
+                   --ignore=${PROJECT_SOURCE_DIR}/tests/python/profiling)
   set_tests_properties(python.npy_with_numpy PROPERTIES ENVIRONMENT "CONV1D_NPY_WRITER=$<TARGET_FILE:npy_writer>")
+  # profiling/: parsers against fixtures of every format, the charts' numbers, the command line; the
+  # CUPTI tracer's CSV writer (CUDA builds) through a helper that needs no GPU.
+  set(_env "PYTHONPATH=${PROJECT_SOURCE_DIR}" "MPLBACKEND=Agg")
+  if(TARGET rocprof_csv_writer)
+    list(APPEND _env "CONV1D_ROCPROF_CSV_WRITER=$<TARGET_FILE:rocprof_csv_writer>")
+  endif()
+  if(TARGET conv1d_cupti_tracer)
+    list(APPEND _env "CONV1D_CUPTI_TRACER=$<TARGET_FILE:conv1d_cupti_tracer>")
+  endif()
+  add_test(NAME python.profiling
+           COMMAND ${CONV1D_PYTHON} -m pytest -q -p no:cacheprovider ${PROJECT_SOURCE_DIR}/tests/python/profiling)
+  set_tests_properties(python.profiling PROPERTIES ENVIRONMENT "${_env}" TIMEOUT 300)
 endfunction()

@@ -46,10 +46,14 @@ void PhaseRecorder::end_iteration() {
   GPU_CHECK(cudaDeviceSynchronize());
   for (const Pending& p : pending_) {
     const double ms = p.events->elapsed_ms();
-    if (p.record != SIZE_MAX) records_[p.record].end_ns = records_[p.record].start_ns + std::llround(ms * 1e6);
+    if (p.record == SIZE_MAX) continue;
+    PhaseRecord& r = records_[p.record];
+    if (p.from_origin) r.start_ns += std::llround(p.events->start_offset_ms(*origin_) * 1e6);
+    r.end_ns = r.start_ns + std::llround(ms * 1e6);
   }
   pending_.clear();
   pool_used_ = 0;
+  origin_recorded_ = false;
 }
 
 double PhaseRecorder::kernel_ms(int iteration) const {

@@ -84,6 +84,30 @@ class PhaseRecorder {
     pending_.push_back({add(name, Category::kernel, t0, t0, stream_id), &ev});
   }
 
+  // Work enqueued asynchronously on `stream` (a copy, a kernel, several of them), timed by device
+  // events and placed where it ran on the device: unlike kernel(), whose record starts at the host
+  // time of the launch, the record starts when the stream reached the work, so steps that waited in
+  // a queue behind others show up late, and steps on several streams line up as a timeline. Device
+  // times are mapped onto the host clock through an origin event recorded (on `stream`) at the first
+  // async() of the iteration, taken to have run at the host time of that call: true within the
+  // launch latency when the device is idle then, as it is at the start of a measured run.
+  // `enqueue` must only enqueue work (no synchronisation, no stream capture in progress).
+  template <class F>
+  void async(Category c, const char* name, cudaStream_t stream, int stream_id, F&& enqueue) {
+    NvtxRange r(name);
+    if (!origin_recorded_) {
+      if (!origin_) origin_ = std::make_unique<EventPair>();  // made at first use: no GPU needed before
+      origin_->start(stream);
+      origin_ns_ = host_now_ns();
+      origin_recorded_ = true;
+    }
+    EventPair& ev = next_events();
+    ev.start(stream);
+    enqueue();
+    ev.stop(stream);
+    pending_.push_back({add(name, c, origin_ns_, origin_ns_, stream_id), &ev, true});
+  }
+
   const std::vector<PhaseRecord>& records() const { return records_; }
   // Sum of kernel durations (ms) of one kept iteration.
   double kernel_ms(int iteration) const;
@@ -92,6 +116,7 @@ class PhaseRecorder {
   struct Pending {
     size_t record;  // index into records_ (SIZE_MAX when the iteration is not kept)
     EventPair* events;
+    bool from_origin = false;  // async(): the start is placed by the origin event
   };
   size_t add(const char* name, Category c, int64_t t0, int64_t t1, int stream_id = 0);
   EventPair& next_events();
@@ -101,6 +126,9 @@ class PhaseRecorder {
   std::vector<Pending> pending_;
   std::vector<std::unique_ptr<EventPair>> pool_;
   size_t pool_used_ = 0;
+  std::unique_ptr<EventPair> origin_;  // async(): device time zero of the iteration ...
+  int64_t origin_ns_ = 0;  // ... at this host time
+  bool origin_recorded_ = false;
 };
 
 // Statistics over records with iteration >= first_iteration.

@@ -48,22 +48,29 @@ std::string check_memory(const MemoryNeed& need) {
   return "";
 }
 
+RandomInputs draw_inputs(const Options& opt) {
+  RandomInputs in;
+  in.x = HostArray(opt.dtype, static_cast<size_t>(opt.batch * opt.dim * opt.seqlen));
+  in.weight = HostArray(opt.dtype, static_cast<size_t>(opt.dim * opt.width));
+  fill_uniform(in.x, opt.seed, -1.0, 1.0);
+  fill_uniform(in.weight, opt.seed + 1, -1.0, 1.0);
+  if (opt.bias) {
+    in.bias = HostArray(opt.dtype, static_cast<size_t>(opt.dim));
+    fill_uniform(in.bias, opt.seed + 2, -1.0, 1.0);
+  }
+  return in;
+}
+
 FwdProblem make_forward_problem(const Options& opt) {
   FwdProblem p;
   p.opt = opt;
   p.shape = ConvShape{opt.batch, opt.dim, opt.seqlen, opt.width};
   const size_t n = static_cast<size_t>(p.shape.elements());
-  p.x = HostArray(opt.dtype, n);
-  p.weight = HostArray(opt.dtype, static_cast<size_t>(opt.dim * opt.width));
-  fill_uniform(p.x, opt.seed, -1.0, 1.0);
-  fill_uniform(p.weight, opt.seed + 1, -1.0, 1.0);
-  std::vector<double> bias;
-  if (opt.bias) {
-    p.bias = HostArray(opt.dtype, static_cast<size_t>(opt.dim));
-    fill_uniform(p.bias, opt.seed + 2, -1.0, 1.0);
-    bias = p.bias.to_double();
-  }
-  const std::vector<double> x = p.x.to_double(), w = p.weight.to_double();
+  RandomInputs in = draw_inputs(opt);
+  p.x = std::move(in.x);
+  p.weight = std::move(in.weight);
+  p.bias = std::move(in.bias);
+  const std::vector<double> x = p.x.to_double(), w = p.weight.to_double(), bias = p.bias.to_double();
   RefProblem rp;
   rp.shape = p.shape;
   rp.layout = Layout::channel_first;
@@ -77,18 +84,6 @@ FwdProblem make_forward_problem(const Options& opt) {
 }
 
 namespace {
-
-struct KernelResult {
-  std::string kernel;
-  double ms = 0, tflops = 0, gbs = 0;
-};
-
-struct VariantResult {
-  std::string name;
-  bool verified = false;
-  Summary e2e_ms, device_ms;
-  std::vector<KernelResult> kernels;  // as modelled by the variant, main kernel first
-};
 
 std::string shape_string(const Options& o) {
   char buf[160];
@@ -110,100 +105,30 @@ double record_ms(const PhaseRecorder& rec, int iteration, const std::string& nam
   return ns * 1e-6;
 }
 
+// A forward variant in the generic measuring loop: `out` is poisoned on the host for verification
+// runs and compared with the fp64 reference.
 VariantResult run_variant(const FwdVariant& v, const FwdProblem& p, L2Flusher& flusher,
                           double ceiling_gbs, bool several) {
   const Options& opt = p.opt;
   const std::vector<int64_t> dims{opt.batch, opt.dim, opt.seqlen};
-  const Tolerance tol = default_tolerance(opt.dtype);
-  VariantResult res;
-  res.name = v.name;
-  std::printf("\n== variant %s ==\n", v.name.c_str());
-
-  PhaseRecorder rec;
   HostArray out(opt.dtype, p.x.size());
-
-  // 1. Verification run: poisoned outputs on both sides, so nothing unwritten can pass.
-  out.fill_nan();
-  rec.begin_iteration(0);
-  RunContext verify_ctx{rec, true};
-  v.run(p, verify_ctx, out);
-  rec.end_iteration();
-  const VerifyReport first = verify("out", out, p.ref, tol, dims);
-  std::printf("  %s\n%s", first.summary().c_str(), first.details().c_str());
-
-  // 2. Warm-up, then timed runs, each after an L2 flush (outside the timed region).
-  std::printf("  timing: %d warm-up + %d timed runs ...\n", opt.warmup, opt.iters);
-  std::fflush(stdout);
-  RunContext timed_ctx{rec, false};
-  for (int i = 0; i < opt.warmup; ++i) {
-    flusher.flush();
-    GPU_CHECK(cudaDeviceSynchronize());
-    rec.begin_iteration(-1);
-    v.run(p, timed_ctx, out);
-    rec.end_iteration();
-  }
-  std::vector<double> e2e, dev;
-  std::vector<std::vector<double>> per_kernel(v.kernels.size());
-  for (int i = 1; i <= opt.iters; ++i) {
-    flusher.flush();
-    GPU_CHECK(cudaDeviceSynchronize());
-    const int64_t t0 = host_now_ns();
-    rec.begin_iteration(i);
-    v.run(p, timed_ctx, out);
-    rec.end_iteration();
-    e2e.push_back((host_now_ns() - t0) * 1e-6);
-    dev.push_back(rec.kernel_ms(i));
-    for (size_t k = 0; k < v.kernels.size(); ++k) per_kernel[k].push_back(record_ms(rec, i, v.kernels[k].kernel));
-  }
-
-  // 3. Verify again after timing, on fresh poison (timing must not have disturbed anything).
-  out.fill_nan();
-  rec.begin_iteration(opt.iters + 1);
-  v.run(p, verify_ctx, out);
-  rec.end_iteration();
-  const VerifyReport again = verify("out", out, p.ref, tol, dims);
-
-  res.e2e_ms = summarize(e2e);
-  res.device_ms = summarize(dev);
-  res.verified = first.ok() && again.ok();
-  std::vector<PhaseRecord> timed;
-  for (const PhaseRecord& r : rec.records())
-    if (r.iteration >= 1 && r.iteration <= opt.iters) timed.push_back(r);
-  const std::vector<PhaseStat> stats = phase_stats(timed, 1);
-
-  std::printf("  phases (timed runs; kernels by device events, the rest by the host clock):\n%s",
-              phase_table(stats, opt.iters).c_str());
-  std::printf("  end-to-end: median %.3f ms (min %.3f, max %.3f); kernels: median %.3f ms\n", res.e2e_ms.median,
-              res.e2e_ms.min, res.e2e_ms.max, res.device_ms.median);
-  for (size_t k = 0; k < v.kernels.size(); ++k) {
-    const KernelModel& m = v.kernels[k];
-    KernelResult kr;
-    kr.kernel = m.kernel;
-    kr.ms = summarize(per_kernel[k]).median;
-    if (kr.ms > 0) {
-      kr.tflops = m.flops / (kr.ms * 1e-3) / 1e12;
-      kr.gbs = m.bytes / (kr.ms * 1e-3) / 1e9;
-    }
-    std::printf("  %s %s: %.3f ms per run, %.3f TFLOP/s, %.1f GB/s = %.1f%% of the copy ceiling\n",
-                k == 0 ? "main kernel" : "kernel", m.kernel.c_str(), kr.ms, kr.tflops, kr.gbs,
-                100.0 * kr.gbs / ceiling_gbs);
-    res.kernels.push_back(kr);
-  }
-  std::printf("  after timing: %s\n%s", again.summary().c_str(), again.details().c_str());
-
-  if (!opt.profile_csv.empty()) {
-    const std::string prefix = opt.profile_csv + (several ? "_" + v.name : "");
-    ensure_parent_dir(prefix + "_stats.csv");
-    write_stats_csv(prefix + "_stats.csv", stats);
-    write_trace_csv(prefix + "_trace.csv", rec.records());
-    std::printf("  wrote %s_stats.csv and %s_trace.csv\n", prefix.c_str(), prefix.c_str());
-  }
-  if (!opt.save_npy.empty()) {
-    const std::string path = opt.save_npy + "/out_" + v.name + ".npy";
+  MeasuredVariant m;
+  m.name = v.name;
+  m.kernels = v.kernels;
+  m.run = [&](RunContext& ctx) {
+    if (ctx.poison_outputs) out.fill_nan();
+    v.run(p, ctx, out);
+  };
+  m.check = [&] {
+    const VerifyReport r = verify("out", out, p.ref, default_tolerance(opt.dtype), dims);
+    return CheckResult{r.ok(), r.summary() + "\n" + r.details()};
+  };
+  m.save_npy = [&](const std::string& dir) {
+    const std::string path = dir + "/out_" + v.name + ".npy";
     write_npy(path, out, dims);
     std::printf("  wrote %s\n", path.c_str());
-  }
-  return res;
+  };
+  return measure_variant(m, opt, flusher, ceiling_gbs, several);
 }
 
 // Appends rows to a tab-separated file, writing the header first when the file is new.
@@ -242,6 +167,135 @@ void write_summary(const std::string& path, const ChapterSpec& spec, const std::
 
 }  // namespace
 
+VariantResult measure_variant(const MeasuredVariant& v, const Options& opt, L2Flusher& flusher, double ceiling_gbs,
+                              bool several) {
+  VariantResult res;
+  res.name = v.name;
+  std::printf("\n== variant %s ==\n", v.name.c_str());
+
+  PhaseRecorder rec;
+  RunContext verify_ctx{rec, true}, timed_ctx{rec, false};
+  auto run = [&](int iteration, RunContext& ctx) {
+    rec.begin_iteration(iteration);
+    v.run(ctx);
+    rec.end_iteration();
+  };
+
+  // 1. Verification run: poisoned outputs on both sides, so nothing unwritten can pass.
+  run(0, verify_ctx);
+  const CheckResult first = v.check();
+  std::printf("  %s", first.text.c_str());
+
+  // 2. Warm-up, then timed runs, each after an L2 flush (outside the timed region).
+  std::printf("  timing: %d warm-up + %d timed runs ...\n", opt.warmup, opt.iters);
+  std::fflush(stdout);
+  for (int i = 0; i < opt.warmup; ++i) {
+    flusher.flush();
+    GPU_CHECK(cudaDeviceSynchronize());
+    run(-1, timed_ctx);
+  }
+  std::vector<double> e2e, dev;
+  std::vector<std::vector<double>> per_kernel(v.kernels.size());
+  for (int i = 1; i <= opt.iters; ++i) {
+    flusher.flush();
+    GPU_CHECK(cudaDeviceSynchronize());
+    const int64_t t0 = host_now_ns();
+    run(i, timed_ctx);
+    e2e.push_back((host_now_ns() - t0) * 1e-6);
+    dev.push_back(rec.kernel_ms(i));
+    for (size_t k = 0; k < v.kernels.size(); ++k) per_kernel[k].push_back(record_ms(rec, i, v.kernels[k].kernel));
+  }
+
+  // 3. Verify again after timing, on fresh poison (timing must not have disturbed anything).
+  run(opt.iters + 1, verify_ctx);
+  const CheckResult again = v.check();
+
+  res.e2e_ms = summarize(e2e);
+  res.device_ms = summarize(dev);
+  res.verified = first.ok && again.ok;
+  std::vector<PhaseRecord> timed;
+  for (const PhaseRecord& r : rec.records())
+    if (r.iteration >= 1 && r.iteration <= opt.iters) timed.push_back(r);
+  const std::vector<PhaseStat> stats = phase_stats(timed, 1);
+
+  std::printf("  phases (timed runs; kernels by device events, the rest by the host clock):\n%s",
+              phase_table(stats, opt.iters).c_str());
+  std::printf("  end-to-end: median %.3f ms (min %.3f, max %.3f); kernels: median %.3f ms\n", res.e2e_ms.median,
+              res.e2e_ms.min, res.e2e_ms.max, res.device_ms.median);
+  for (size_t k = 0; k < v.kernels.size(); ++k) {
+    const KernelModel& m = v.kernels[k];
+    KernelResult kr;
+    kr.kernel = m.kernel;
+    kr.ms = summarize(per_kernel[k]).median;
+    if (kr.ms > 0) {
+      kr.tflops = m.flops / (kr.ms * 1e-3) / 1e12;
+      kr.gbs = m.bytes / (kr.ms * 1e-3) / 1e9;
+    }
+    std::printf("  %s %s: %.3f ms per run, %.3f TFLOP/s, %.1f GB/s = %.1f%% of the copy ceiling\n",
+                k == 0 ? "main kernel" : "kernel", m.kernel.c_str(), kr.ms, kr.tflops, kr.gbs,
+                100.0 * kr.gbs / ceiling_gbs);
+    res.kernels.push_back(kr);
+  }
+  std::printf("  after timing: %s", again.text.c_str());
+
+  if (!opt.profile_csv.empty()) {
+    const std::string prefix = opt.profile_csv + (several ? "_" + v.name : "");
+    ensure_parent_dir(prefix + "_stats.csv");
+    write_stats_csv(prefix + "_stats.csv", stats);
+    write_trace_csv(prefix + "_trace.csv", rec.records());
+    std::printf("  wrote %s_stats.csv and %s_trace.csv\n", prefix.c_str(), prefix.c_str());
+  }
+  if (!opt.save_npy.empty() && v.save_npy) v.save_npy(opt.save_npy);
+  return res;
+}
+
+int report_variants(const ChapterSpec& spec, const Options& opt, const std::string& device,
+                    const std::vector<VariantResult>& results, double ceiling_gbs) {
+  std::printf("\nsummary (%s, B=%lld D=%lld L=%lld W=%d %s):\n", device.c_str(), static_cast<long long>(opt.batch),
+              static_cast<long long>(opt.dim), static_cast<long long>(opt.seqlen), opt.width, dtype_name(opt.dtype));
+  std::printf("  %-12s %12s %12s %10s %10s %9s\n", "variant", "end-to-end", "kernels", "TFLOP/s", "GB/s",
+              "verified");
+  bool all_ok = true;
+  for (const VariantResult& r : results) {
+    const KernelResult main_k = r.kernels.empty() ? KernelResult{} : r.kernels.front();
+    std::printf("  %-12s %9.3f ms %9.3f ms %10.3f %10.1f %9s\n", r.name.c_str(), r.e2e_ms.median,
+                r.device_ms.median, main_k.tflops, main_k.gbs, r.verified ? "yes" : "NO");
+    all_ok &= r.verified;
+  }
+  if (!opt.summary.empty()) write_summary(opt.summary, spec, results, device, shape_string(opt), ceiling_gbs);
+  std::printf("%s\n", all_ok ? "VERIFIED" : "VERIFICATION FAILED");
+  return all_ok ? 0 : 1;
+}
+
+int64_t copy_ceiling_bytes(const DeviceInfo& dev) { return std::min<int64_t>(int64_t(256) << 20, dev.free_memory / 8); }
+
+int64_t frame_device_bytes(const DeviceInfo& dev) { return 2 * dev.l2_bytes + 2 * copy_ceiling_bytes(dev); }
+
+void print_run_header(const ChapterSpec& spec, const Options& opt, const DeviceInfo& dev) {
+  std::printf("%s: chapter %s - %s\n", spec.exe_name().c_str(), spec.number.c_str(), spec.title.c_str());
+  std::printf("device: %s\n", dev.describe().c_str());
+  std::printf("shape: B=%lld D=%lld L=%lld W=%d, %s, bias %s, silu %s; %d warm-up + %d timed runs, seed %llu\n",
+              static_cast<long long>(opt.batch), static_cast<long long>(opt.dim), static_cast<long long>(opt.seqlen),
+              opt.width, dtype_name(opt.dtype), opt.bias ? "on" : "off", opt.silu ? "on" : "off", opt.warmup,
+              opt.iters, static_cast<unsigned long long>(opt.seed));
+  std::fflush(stdout);
+}
+
+int run_reporting_errors(const ChapterSpec& spec, const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: error: %s\n", spec.exe_name().c_str(), e.what());
+    return 1;
+  }
+}
+
+double report_copy_ceiling(const DeviceInfo& dev) {
+  const double ceiling = measure_copy_ceiling_gbs(static_cast<size_t>(copy_ceiling_bytes(dev)));
+  std::printf("copy ceiling (device-to-device, bytes read + written): %.1f GB/s\n", ceiling);
+  return ceiling;
+}
+
 int run_forward_chapter(int argc, char** argv, const FwdChapter& ch) {
   Options opt;
   int rc = handle_command_line(argc, argv, ch.spec, &opt, ch.extra_flags);
@@ -251,10 +305,9 @@ int run_forward_chapter(int argc, char** argv, const FwdChapter& ch) {
   const std::string exe = ch.spec.exe_name();
   try {
     const DeviceInfo dev = query_device();
-    const int64_t copy_bytes = std::min<int64_t>(int64_t(256) << 20, dev.free_memory / 8);
     MemoryNeed need = ch.memory(opt);
     const int64_t n = opt.batch * opt.dim * opt.seqlen;
-    need.device_bytes += 2 * dev.l2_bytes + 2 * copy_bytes;
+    need.device_bytes += frame_device_bytes(dev);
     need.host_bytes += n * (2 * dtype_bytes(opt.dtype) + 3 * 8);  // x, out; x, ref in fp64 (+ slack)
     const std::string err = check_memory(need);
     if (!err.empty()) {
@@ -262,19 +315,12 @@ int run_forward_chapter(int argc, char** argv, const FwdChapter& ch) {
       return 2;
     }
 
-    std::printf("%s: chapter %s - %s\n", exe.c_str(), ch.spec.number.c_str(), ch.spec.title.c_str());
-    std::printf("device: %s\n", dev.describe().c_str());
-    std::printf("shape: B=%lld D=%lld L=%lld W=%d, %s, bias %s, silu %s; %d warm-up + %d timed runs, seed %llu\n",
-                static_cast<long long>(opt.batch), static_cast<long long>(opt.dim),
-                static_cast<long long>(opt.seqlen), opt.width, dtype_name(opt.dtype), opt.bias ? "on" : "off",
-                opt.silu ? "on" : "off", opt.warmup, opt.iters, static_cast<unsigned long long>(opt.seed));
-    std::fflush(stdout);
+    print_run_header(ch.spec, opt, dev);
 
     const int64_t t_ref = host_now_ns();
     const FwdProblem p = make_forward_problem(opt);
     std::printf("inputs and fp64 reference: %.2f s on the CPU\n", (host_now_ns() - t_ref) * 1e-9);
-    const double ceiling = measure_copy_ceiling_gbs(static_cast<size_t>(copy_bytes));
-    std::printf("copy ceiling (device-to-device, bytes read + written): %.1f GB/s\n", ceiling);
+    const double ceiling = report_copy_ceiling(dev);
 
     if (!opt.save_npy.empty()) {
       std::filesystem::create_directories(opt.save_npy);
@@ -291,21 +337,7 @@ int run_forward_chapter(int argc, char** argv, const FwdChapter& ch) {
     std::vector<VariantResult> results;
     for (const FwdVariant& v : variants)
       results.push_back(run_variant(v, p, flusher, ceiling, variants.size() > 1));
-
-    std::printf("\nsummary (%s, B=%lld D=%lld L=%lld W=%d %s):\n", dev.name.c_str(), static_cast<long long>(opt.batch),
-                static_cast<long long>(opt.dim), static_cast<long long>(opt.seqlen), opt.width, dtype_name(opt.dtype));
-    std::printf("  %-12s %12s %12s %10s %10s %9s\n", "variant", "end-to-end", "kernels", "TFLOP/s", "GB/s",
-                "verified");
-    bool all_ok = true;
-    for (const VariantResult& r : results) {
-      const KernelResult main_k = r.kernels.empty() ? KernelResult{} : r.kernels.front();
-      std::printf("  %-12s %9.3f ms %9.3f ms %10.3f %10.1f %9s\n", r.name.c_str(), r.e2e_ms.median,
-                  r.device_ms.median, main_k.tflops, main_k.gbs, r.verified ? "yes" : "NO");
-      all_ok &= r.verified;
-    }
-    if (!opt.summary.empty()) write_summary(opt.summary, ch.spec, results, dev.name, shape_string(opt), ceiling);
-    std::printf("%s\n", all_ok ? "VERIFIED" : "VERIFICATION FAILED");
-    return all_ok ? 0 : 1;
+    return report_variants(ch.spec, opt, dev.name, results, ceiling);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: error: %s\n", exe.c_str(), e.what());
     return 1;

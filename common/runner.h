@@ -18,8 +18,10 @@
 #include <vector>
 
 #include "common/cli.h"
+#include "common/device.h"
 #include "common/phases.h"
 #include "common/tensor.h"
+#include "common/timing.h"
 
 namespace conv1d {
 
@@ -70,6 +72,13 @@ int run_forward_chapter(int argc, char** argv, const FwdChapter& chapter);
 
 // Pieces of the frame, for chapters that are not forward chapters (e.g. the backward one).
 FwdProblem make_forward_problem(const Options& opt);
+// The random inputs every chapter draws from --seed, uniform in [-1, 1) and rounded to opt.dtype:
+// x (B*D*L elements, whatever the layout) from seed, weight [D, W] from seed + 1, bias [D] from
+// seed + 2 (empty without --bias).
+struct RandomInputs {
+  HostArray x, weight, bias;
+};
+RandomInputs draw_inputs(const Options& opt);
 // Parses, prints help or the error line; returns -1 to continue, else the exit code.
 int handle_command_line(int argc, char** argv, const ChapterSpec& spec, Options* opt,
                         const std::vector<ExtraFlag>& extra);
@@ -77,5 +86,52 @@ int handle_command_line(int argc, char** argv, const ChapterSpec& spec, Options*
 int handle_missing_gpu(const ChapterSpec& spec);
 // Returns an empty string or the one-line reason the run does not fit.
 std::string check_memory(const MemoryNeed& need);
+// Device memory the frame itself needs besides a chapter's buffers (the L2 flusher, the copy that
+// measures the ceiling), and that copy's size.
+int64_t frame_device_bytes(const DeviceInfo& dev);
+int64_t copy_ceiling_bytes(const DeviceInfo& dev);
+// Prints the lines that open every run: executable and chapter, device, shape and run counts.
+void print_run_header(const ChapterSpec& spec, const Options& opt, const DeviceInfo& dev);
+// Runs a chapter's body (after the command line and the GPU check) and turns an exception into the
+// one-line error and exit code 1 every chapter uses.
+int run_reporting_errors(const ChapterSpec& spec, const std::function<int()>& body);
+// Measures the copy ceiling (measure_copy_ceiling_gbs) and prints it.
+double report_copy_ceiling(const DeviceInfo& dev);
+
+// What a measured variant reports; times are medians over the timed runs.
+struct KernelResult {
+  std::string kernel;
+  double ms = 0, tflops = 0, gbs = 0;
+};
+struct VariantResult {
+  std::string name;
+  bool verified = false;
+  Summary e2e_ms, device_ms;
+  std::vector<KernelResult> kernels;  // as modelled by the variant, main kernel first
+};
+
+// A variant as the measuring loop sees it, whatever it computes (forward or backward).
+struct CheckResult {
+  bool ok = false;
+  std::string text;  // the report: one or more lines, each ending in a newline
+};
+struct MeasuredVariant {
+  std::string name;
+  std::vector<KernelModel> kernels;                     // the first is the main kernel
+  std::function<void(RunContext& ctx)> run;             // one run; poisons its outputs when ctx asks
+  std::function<CheckResult()> check;                   // the last run's outputs against the reference
+  std::function<void(const std::string& dir)> save_npy;  // the last run's outputs, for --save-npy (optional)
+};
+
+// The measuring loop every chapter uses: a verification run on poisoned outputs, --warmup runs, then
+// --iters timed runs each after an L2 flush, and a verification run again; prints the checks, the phase
+// table and the kernel rates against `ceiling_gbs`; writes --profile-csv files (named after the variant
+// when `several`) and calls save_npy for --save-npy.
+VariantResult measure_variant(const MeasuredVariant& v, const Options& opt, L2Flusher& flusher, double ceiling_gbs,
+                              bool several);
+// Prints the summary table and VERIFIED (or VERIFICATION FAILED), appends the --summary rows;
+// returns the exit code: 0 when every variant verified, 1 otherwise.
+int report_variants(const ChapterSpec& spec, const Options& opt, const std::string& device,
+                    const std::vector<VariantResult>& results, double ceiling_gbs);
 
 }  // namespace conv1d

@@ -33,6 +33,12 @@ double EventPair::elapsed_ms() {
   GPU_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
   return ms;
 }
+double EventPair::start_offset_ms(const EventPair& origin) {
+  GPU_CHECK(cudaEventSynchronize(start_));
+  float ms = 0;
+  GPU_CHECK(cudaEventElapsedTime(&ms, origin.start_, start_));
+  return ms;
+}
 
 L2Flusher::L2Flusher() {
   int dev = 0, l2 = 0;

@@ -23,6 +23,9 @@ class EventPair {
   void start(cudaStream_t s = 0);
   void stop(cudaStream_t s = 0);
   double elapsed_ms();  // waits for the stop event
+  // Milliseconds from `origin`'s start event to this pair's start event (waits for both; both must
+  // have been recorded on the same device, on any streams).
+  double start_offset_ms(const EventPair& origin);
 
  private:
   cudaEvent_t start_ = nullptr, stop_ = nullptr;

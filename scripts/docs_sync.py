@@ -13,6 +13,10 @@ Two kinds of marked regions in Markdown files are generated, never typed by hand
   ...                                          file (KIND: phases, tsv)
   <!-- /results -->
 
+  <!-- results: charts FOLDER -->          the profiling charts (profiling/catalog.py) found in a
+  ...                                      committed folder, as images with their captions
+  <!-- /results -->
+
   <!-- value: KIND PATH [key=value ...] -->N<!-- /value -->   one number inside a sentence:
       tsv PATH where=col:value,... col=COLUMN [fmt=.1f] [scale=X]   a cell of a result table
       share PATH category=CAT                                        a category's share (%) of a
@@ -26,6 +30,7 @@ Only the standard library is used, so the check runs wherever Python 3 does.
 import argparse
 import csv
 import difflib
+import os
 import pathlib
 import re
 import sys
@@ -148,17 +153,38 @@ def value_region(args):
     return format(v, opts.get("fmt", ".1f"))
 
 
-def results_region(args):
+def results_charts(folder, md):
+    """The charts present in a committed folder, in the catalog's order, linked relative to the page."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from profiling.catalog import CHARTS  # standard library only
+    d = ROOT / folder
+    if not d.is_dir():
+        raise DocError(f"{folder}: result folder not found")
+    out = []
+    for name, title, caption in CHARTS:
+        if (d / name).is_file():
+            link = pathlib.Path(os.path.relpath(d / name, md.parent)).as_posix()
+            out.append(f"![{title}]({link})\n\n*{caption}*\n")
+    if not out:
+        raise DocError(f"{folder}: none of the charts {', '.join(n for n, _, _ in CHARTS)}")
+    return "\n".join(out)
+
+
+def results_region(args, md=ROOT / "README.md"):
     parts = args.split()
+    if len(parts) == 2 and parts[0] == "charts":
+        return results_charts(parts[1], md)
     if len(parts) < 2 or parts[0] not in KINDS:
-        raise DocError(f"results region '{args}': expected KIND PATH [key=value...], KIND one of {', '.join(KINDS)}")
+        raise DocError(f"results region '{args}': expected KIND PATH [key=value...], KIND one of "
+                       f"{', '.join(KINDS)}, charts")
     opts = dict(p.split("=", 1) for p in parts[2:] if "=" in p)
     return KINDS[parts[0]](parts[1], opts)
 
 
-def render(text):
+def render(text, md=ROOT / "README.md"):
     text = INCLUDE.sub(lambda m: m.group(1) + source_region(m.group("path"), m.group("region")) + m.group(5), text)
-    text = RESULTS.sub(lambda m: m.group(1) + results_region(m.group("args")) + m.group(4), text)
+    text = RESULTS.sub(lambda m: m.group(1) + results_region(m.group("args"), md) + m.group(4), text)
     return VALUE.sub(lambda m: m.group(1) + value_region(m.group("args")) + m.group(4), text)
 
 
@@ -176,7 +202,7 @@ def main():
             continue
         old = md.read_text()
         try:
-            new = render(old)
+            new = render(old, md)
         except DocError as e:
             print(f"{md.relative_to(ROOT)}: {e}", file=sys.stderr)
             return 2

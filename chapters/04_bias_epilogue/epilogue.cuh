@@ -1,0 +1,26 @@
+// The epilogue of the forward pass: what happens to a finished fp32 accumulator before it is stored.
+// One device function, shared by every kernel that ends the convolution: chapter 04's separate
+// add_bias pass and its fused naive GEMM, chapter 05's tensor-core GEMMs.
+#pragma once
+
+#include <cstdint>
+
+#include "common/device_types.cuh"
+
+namespace conv1d {
+
+// [docs:apply_bias_silu]
+// bias[channel] added (none when bias is nullptr), then SiLU z / (1 + e^-z) when asked; fp32 in and
+// out, so the caller rounds once, when it stores. The fast intrinsics (__expf is off by 2 ulp plus
+// about one per unit of |z|) are far inside every tolerance; the IEEE exp and division take several
+// times their instructions, and a pass over fp16 C finishes eight elements per 16-byte word, so
+// they could make that pass compute-bound. Far below zero, e^-z overflows to infinity and z / inf
+// gives the right limit, -0.
+template <class T>
+__device__ __forceinline__ float apply_bias_silu(float acc, const T* __restrict__ bias, int64_t channel, bool silu) {
+  const float z = bias != nullptr ? acc + to_float(bias[channel]) : acc;
+  return silu ? __fdividef(z, 1.0f + __expf(-z)) : z;
+}
+// [/docs:apply_bias_silu]
+
+}  // namespace conv1d

@@ -1,0 +1,185 @@
+// Chapter 06, host side: the command line (the seeds' presets and the chapter's own flags), the
+// random problem with its fp64 reference, and the tolerances the results are held to.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/cli.h"
+#include "common/reference.h"
+#include "common/runner.h"
+#include "common/tensor.h"
+
+namespace conv1d::ch06 {
+
+// The seeds' six test configurations (all width 4), selectable with --preset NAME.
+struct Preset {
+  const char* name;
+  int64_t batch, dim, seqlen;
+  bool bias, silu;
+};
+inline const std::vector<Preset>& presets() {
+  static const std::vector<Preset> all = {
+      {"tiny", 1, 32, 64, true, false},    {"small", 2, 64, 256, true, false},
+      {"medium", 4, 64, 512, true, false}, {"large", 4, 64, 1024, true, false},
+      {"no-bias", 2, 64, 256, false, false}, {"with-silu", 2, 64, 256, true, true},
+  };
+  return all;
+}
+
+struct BwdFlags {
+  std::string reduction = "both";  // deterministic, atomic or both
+  int64_t tiles_per_block = 0;     // 0: chosen from the shape (plan_backward)
+  std::string preset;              // the last --preset given, "" for none
+};
+
+inline ChapterSpec chapter_spec() {
+  ChapterSpec s;
+  s.number = "06";
+  s.name = "channel_last_backward";
+  s.title = "channel-last backward: dx, dweight, dbias with 64x64 shared-memory tiles and halos";
+  s.dtypes = {Dtype::fp32, Dtype::fp16, Dtype::bf16};
+  s.bias = s.silu = true;
+  s.backward = true;
+  s.defaults.dtype = Dtype::bf16;
+  return s;
+}
+
+// A preset sets the shape, width, --bias and --silu where it stands on the command line: flags after
+// it override it (`--preset small --batch 8`).
+inline std::vector<ExtraFlag> chapter_flags(Options* opt, BwdFlags* f) {
+  std::string names;
+  for (const Preset& p : presets()) names += (names.empty() ? "" : ", ") + std::string(p.name);
+  ExtraFlag preset{"--preset",
+                   "the seeds' shapes BxDxL, W=4: tiny 1x32x64, small 2x64x256, medium 4x64x512, large "
+                   "4x64x1024 (with bias); no-bias, with-silu (small's); later flags override",
+                   true, [=](const std::string& v) -> std::string {
+                     for (const Preset& p : presets()) {
+                       if (v != p.name) continue;
+                       opt->batch = p.batch;
+                       opt->dim = p.dim;
+                       opt->seqlen = p.seqlen;
+                       opt->width = 4;
+                       opt->bias = p.bias;
+                       opt->silu = p.silu;
+                       f->preset = v;
+                       return "";
+                     }
+                     return "--preset must be one of " + names + " (got '" + v + "')";
+                   }};
+  return {preset,
+          choice_flag("--reduction", &f->reduction, {"deterministic", "atomic", "both"},
+                      "how the blocks' dweight/dbias sums are added: partial sums + a fixed-order kernel, "
+                      "atomics, or both compared (default both)"),
+          int_flag("--tiles-per-block", &f->tiles_per_block, 0, 1 << 20,
+                   "64-row tiles each block works through (default 0: chosen from the shape)")};
+}
+
+struct BwdProblem {
+  Options opt;
+  ConvShape shape;
+  HostArray x, dout;                               // [B, L, D] in opt.dtype
+  HostArray weight, bias;                          // [D, W], [D] (empty without --bias)
+  std::vector<double> dx, dweight, dbias;          // fp64 reference: [B, L, D], [D, W], [D]
+  Tolerance dx_tol{}, dweight_tol{}, dbias_tol{};
+};
+
+// [docs:ch06_tolerance]
+// dweight[d, k] and dbias[d] are sums of B*L terms, so "1e-3 relative to the magnitudes" (ANCHORS)
+// needs a magnitude for a sum: we take the root of the sum of its terms' squares (the size a sum of
+// that many random terms has), its mean square over all outputs of the tensor, times 1e-3, as atol;
+// rtol is 1e-3. Losing a single 64-row tile moves a sum by about 8/sqrt(B*L) of that magnitude: 4 %
+// at the benchmark's B*L = 32768, far outside the tolerance (the tests check that it is caught).
+inline Tolerance sum_tolerance(double sum_of_squared_terms, int64_t outputs) {
+  return {1e-3 * std::sqrt(sum_of_squared_terms / static_cast<double>(outputs)), 1e-3};
+}
+// [/docs:ch06_tolerance]
+
+// Threads the reference runs on: one per batch, at most one per core.
+inline int64_t reference_threads(int64_t batch) {
+  return std::max<int64_t>(1, std::min<int64_t>(batch, std::thread::hardware_concurrency()));
+}
+
+// Runs body(b) for b = 0..count-1 on reference_threads(count) threads.
+template <class F>
+void for_each_batch(int64_t count, F body) {
+  const int64_t threads = reference_threads(count);
+  std::atomic<int64_t> next{0};
+  std::vector<std::thread> pool;
+  for (int64_t i = 0; i < threads; ++i)
+    pool.emplace_back([&] {
+      for (int64_t b = next++; b < count; b = next++) body(b);
+    });
+  for (std::thread& t : pool) t.join();
+}
+
+// Random x, dout, weight (and bias) in opt.dtype, channel-last; the fp64 reference of the backward
+// computed from exactly those values, batch by batch on several threads (the sums over the batch are
+// then added in batch order), and the tolerances.
+inline BwdProblem make_backward_problem(const Options& opt) {
+  BwdProblem p;
+  p.opt = opt;
+  p.shape = ConvShape{opt.batch, opt.dim, opt.seqlen, opt.width};
+  const int64_t B = opt.batch, D = opt.dim, L = opt.seqlen, W = opt.width, n = p.shape.elements();
+  RandomInputs in = draw_inputs(opt);  // x, weight and bias as every chapter draws them
+  p.x = std::move(in.x);
+  p.weight = std::move(in.weight);
+  p.bias = std::move(in.bias);
+  p.dout = HostArray(opt.dtype, n);
+  fill_uniform(p.dout, opt.seed + 3, -1.0, 1.0);
+  const std::vector<double> x = p.x.to_double(), g = p.dout.to_double(), w = p.weight.to_double();
+  const std::vector<double> bias = p.bias.to_double();
+
+  p.dx.resize(n);
+  std::vector<double> dw(B * D * W), db(B * D), sq_w(B), sq_b(B);
+  for_each_batch(B, [&](int64_t b) {
+    RefProblem rp;
+    rp.shape = ConvShape{1, D, L, opt.width};
+    rp.layout = Layout::channel_last;
+    rp.x = x.data() + b * L * D;
+    rp.weight = w.data();
+    rp.bias = opt.bias ? bias.data() : nullptr;
+    rp.silu = opt.silu;
+    const double* gb = g.data() + b * L * D;
+    reference_backward(rp, gb, RefGrads{p.dx.data() + b * L * D, &dw[b * D * W], &db[b * D], nullptr});
+
+    // The squares of the terms of the sums, for their tolerance: dz needs z (the forward without SiLU).
+    std::vector<double> z;
+    if (opt.silu) {
+      RefProblem zp = rp;
+      zp.silu = false;
+      z.resize(L * D);
+      reference_forward(zp, z.data());
+    }
+    for (int64_t t = 0; t < L; ++t)
+      for (int64_t d = 0; d < D; ++d) {
+        const double dz = gb[t * D + d] * (opt.silu ? conv1d::silu_grad(z[t * D + d]) : 1.0);
+        sq_b[b] += dz * dz;
+        for (int64_t k = 0; k < W; ++k) {
+          const int64_t s = t - (W - 1) + k;
+          const double term = s >= 0 ? dz * rp.x[s * D + d] : 0.0;
+          sq_w[b] += term * term;
+        }
+      }
+  });
+
+  p.dweight.assign(D * W, 0.0);
+  p.dbias.assign(D, 0.0);
+  double sum_sq_w = 0, sum_sq_b = 0;
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t i = 0; i < D * W; ++i) p.dweight[i] += dw[b * D * W + i];
+    for (int64_t i = 0; i < D; ++i) p.dbias[i] += db[b * D + i];
+    sum_sq_w += sq_w[b];
+    sum_sq_b += sq_b[b];
+  }
+  p.dx_tol = default_tolerance(opt.dtype);
+  p.dweight_tol = sum_tolerance(sum_sq_w, D * W);
+  p.dbias_tol = sum_tolerance(sum_sq_b, D);
+  return p;
+}
+
+}  // namespace conv1d::ch06

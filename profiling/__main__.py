@@ -1,0 +1,5 @@
+import sys
+
+from profiling.cli import main
+
+sys.exit(main())

@@ -1,0 +1,464 @@
+"""From the table to the numbers behind each chart, per chapter and per pipeline run.
+
+Which runs are counted: the chapters' own trace marks every record with its iteration (0 and N+1 are
+verification runs, 1..N the timed runs). A timed run's window lasts from its first record to the
+first record of the next run. With the chapters' own data, the charts use the timed runs. With a
+profiler's traces on the same clock (our CUPTI tracer takes its timestamps from the chapters' steady
+clock), the profiler's records that start inside those windows are used, so both count the same
+runs. Otherwise (statistics only, or traces on another clock) a profiler's totals cover the whole
+process; they are divided by the number of pipeline runs when run_info.json gives it, and labelled
+"whole process" when nothing does.
+"""
+import bisect
+import collections
+import dataclasses
+import re
+import statistics
+from typing import Optional
+
+from profiling.table import CATEGORIES, FormatError, short_kernel_name
+
+# Preferred source when a run holds several and neither the user nor run_info.json chooses:
+# a profiler someone ran on purpose before the chapters' own records.
+SOURCE_PREFERENCE = ("cupti", "rocprofv3", "nsys", "rocprof", "ncu", "builtin")
+DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp64": 8}
+
+# Compute peaks for the roofline: no device reports its real peak, so the figures are cuBLAS GEMMs
+# measured on our NVIDIA H200 test machine (the largest shapes measured), labelled as such.
+REFERENCE_PEAKS = (
+    ("fp32", 51.0, "cuBLAS fp32 GEMM (no TF32), 51 TFLOP/s"),
+    ("fp16", 660.0, "cuBLAS fp16 GEMM (tensor cores), 660 TFLOP/s"),
+)
+REFERENCE_PEAKS_SOURCE = "measured on an NVIDIA H200, 2026-11-21 (reference figures, not this run)"
+
+
+@dataclasses.dataclass
+class View:
+    """One run and one source: what every chart is drawn from."""
+    run: str
+    source: str
+    info: dict
+    device: str
+    date: str
+    shape: str
+    rows: list          # all rows of the run (every source)
+    summaries: list
+    kernels: list
+
+
+@dataclasses.dataclass
+class ChapterProfile:
+    chapter: str
+    label: str                 # "01 host_img2col"
+    variant: str               # the headline variant (the first one a chapter reports)
+    basis: str                 # "timed runs", "per pipeline run" or "whole process"
+    runs: float                # the divisor behind "per run"
+    categories: dict           # category -> ms per run (None: this source does not record it)
+    kernels: dict              # kernel (short name) -> ms per run
+    e2e_ms: Optional[float] = None
+    device_ms: Optional[float] = None
+    timeline: list = dataclasses.field(default_factory=list)  # (lane, start ms, duration ms, category, name)
+    timeline_span: str = ""    # what the timeline covers: one timed run, or the whole process
+    main: object = None        # KernelSummary of the main kernel
+    floor_ms: Optional[float] = None
+    ceiling_gbs: Optional[float] = None
+
+
+def chapter_label(chapter):
+    m = re.match(r"^ch(\d\d)_(.+)$", chapter)
+    return f"{m.group(1)} {m.group(2)}" if m else chapter
+
+
+def _most_common(values, default):
+    values = [v for v in values if v]
+    return collections.Counter(values).most_common(1)[0][0] if values else default
+
+
+def select(ds, run=None, source=None):
+    """Picks the run (newest run_info date, then the most chapters) and the source to chart."""
+    runs = sorted({r.run for r in ds.rows} | {s.run for s in ds.summaries})
+    if not runs:
+        raise FormatError("no profile data found (expected the chapters' CSV files, rocprofv3, rocprof, "
+                          "nsys or ncu CSV files, see docs/profiling.md)")
+    if run:
+        matches = [r for r in runs if r == run or r.endswith("/" + run.strip("/"))]
+        if len(matches) != 1:
+            raise FormatError(f"--run {run}: {'no' if not matches else 'several'} runs match; runs: {', '.join(runs)}")
+        chosen = matches[0]
+    else:
+        def rank(r):
+            chapters = {x.chapter for x in ds.rows if x.run == r} | {s.chapter for s in ds.summaries if s.run == r}
+            return (ds.runs.get(r, {}).get("date", ""), len(chapters), r)
+        chosen = max(runs, key=rank)
+    rows = [r for r in ds.rows if r.run == chosen]
+    info = ds.runs.get(chosen, {})
+    present = {r.source for r in rows}
+    if source:
+        if source not in present:
+            raise FormatError(f"--source {source}: the run {chosen} has no {source} data "
+                              f"(it has: {', '.join(sorted(present)) or 'summary tables only'})")
+    elif info.get("source") in present:
+        source = info["source"]
+    else:
+        source = next((s for s in SOURCE_PREFERENCE if s in present), "builtin")
+    summaries = [s for s in ds.summaries if s.run == chosen]
+    kernels = [k for k in ds.kernels if k.run == chosen]
+    device = info.get("device") or _most_common([s.device for s in summaries], "") or \
+        _most_common(ds.agents.get(chosen, []), "device not recorded")
+    shapes = sorted({s.shape for s in summaries})
+    shape = info.get("shape_label") or (shapes[0] if len(shapes) == 1 else
+                                        "each chapter's default shape" if shapes else "shape not recorded")
+    return View(chosen, source, info, device, info.get("date", "date not recorded"), shape, rows, summaries, kernels)
+
+
+# ---- windows of timed runs -------------------------------------------------------------------
+
+def timed_windows(trace):
+    """{iteration: (start, end)} of the timed runs in a chapter's own trace."""
+    first = {}
+    for r in trace:
+        if r.iteration is not None and r.iteration >= 0:
+            first[r.iteration] = min(first.get(r.iteration, r.start_ns), r.start_ns)
+    if not first:
+        return {}
+    last = max(first)
+    timed = [i for i in sorted(first) if 1 <= i < last] or [i for i in sorted(first) if i >= 1]
+    out = {}
+    for i in timed:
+        later = [first[j] for j in first if j > i]
+        end = min(later) if later else max(r.end_ns for r in trace if r.iteration == i)
+        out[i] = (first[i], end)
+    return out
+
+
+def _when(r):
+    """The instant that places a record in a run: its start, but a marker range's end (the chapters
+    open a phase's range a moment before they take the phase's start time)."""
+    return r.end_ns - 1 if r.category == "marker" else r.start_ns
+
+
+def _in_windows(rows, windows):
+    """{iteration: rows placed inside that window}."""
+    spans = sorted((w[0], w[1], i) for i, w in windows.items())
+    starts = [s[0] for s in spans]
+    out = collections.defaultdict(list)
+    for r in rows:
+        t = _when(r)
+        k = bisect.bisect_right(starts, t) - 1
+        if k >= 0 and t < spans[k][1]:
+            out[spans[k][2]].append(r)
+    return out
+
+
+def _host_from_markers(markers, api):
+    """Host time seen by an external profiler: the chapters' NVTX/roctx phase ranges during which the
+    program made no runtime call (allocations, copies and launches all go through one)."""
+    keys = sorted(a.start_ns for a in api)
+    total = 0.0
+    for m in markers:
+        k = bisect.bisect_left(keys, m.start_ns)
+        if k == len(keys) or keys[k] > m.end_ns:  # no runtime call began inside the range
+            total += m.end_ns - m.start_ns
+    return total
+
+
+def _median_window(windows):
+    ordered = sorted(windows, key=lambda i: (windows[i][1] - windows[i][0], i))
+    return ordered[(len(ordered) - 1) // 2]
+
+
+FAMILIES = {"kernel": ("kernel",), "copy": ("h2d", "d2h", "d2d", "copy", "memset"),
+            "api": ("api", "alloc", "free"), "marker": ("marker",)}
+
+
+def _family(cat):
+    return next(f for f, cats in FAMILIES.items() if cat in cats) if cat not in ("host", "domain") else cat
+
+
+def _headline(summaries, chapter):
+    """A chapter's first reported variant is its headline (as in the tour)."""
+    return next((s for s in summaries if s.chapter == chapter), None)
+
+
+def _builtin_profile(p, own, info):
+    trace = [r for r in own if r.kind == "trace"]
+    stats = [r for r in own if r.kind == "stats"]
+    cats = dict.fromkeys(CATEGORIES, 0.0)
+    kernels = collections.defaultdict(float)
+    if trace:
+        windows = timed_windows(trace)
+        if not windows:
+            raise FormatError(f"{trace[0].file}: no timed iterations (expected iterations 1..N between the "
+                              f"verification runs 0 and N+1)")
+        used = [r for r in trace if r.iteration in windows]
+        p.runs, p.basis = len(windows), "timed runs"
+        mid = _median_window(windows)
+        t0 = windows[mid][0]
+        p.timeline = [(r.stream, (r.start_ns - t0) / 1e6, (r.end_ns - r.start_ns) / 1e6, r.category, r.name)
+                      for r in trace if r.iteration == mid]
+        p.timeline_span = "one timed run (the run of median length)"
+    else:
+        used = stats
+        non_kernel = [r.calls for r in stats if r.category != "kernel"] or [r.calls for r in stats]
+        p.runs = float(info.get("iters") or min(non_kernel))  # every host step runs once per run
+        p.basis = "timed runs"
+    for r in used:
+        cats[r.category] += r.total_ns
+        if r.category == "kernel":
+            kernels[r.name] += r.total_ns
+    p.categories = {c: v / p.runs / 1e6 for c, v in cats.items()}
+    p.kernels = {k: v / p.runs / 1e6 for k, v in kernels.items()}
+
+
+def _external_profile(p, ext, own, info):
+    trace = [r for r in ext if r.kind == "trace"]
+    own_trace = [r for r in own if r.kind == "trace"]
+    windows = timed_windows(own_trace) if own_trace else {}
+    inside = _in_windows(trace, windows) if windows and trace else {}
+    picked = [r for rs in inside.values() for r in rs]
+    if picked:
+        p.runs, p.basis = len(windows), "timed runs"
+        rows = picked
+        families = {_family(r.category) for r in trace}
+    else:
+        # No common clock: each family from its traces when there are any, else from its statistics.
+        rows = []
+        families = set()
+        for fam in FAMILIES:
+            t = [r for r in ext if _family(r.category) == fam and r.kind == "trace"]
+            s = [r for r in ext if _family(r.category) == fam and r.kind == "stats"]
+            rows += t or s
+            if t or s:
+                families.add(fam)
+        n = (info.get("pipeline_runs") or {}).get(p.chapter)
+        p.runs, p.basis = (float(n), "per pipeline run") if n else (1.0, "whole process")
+    cats = {c: 0.0 for c in CATEGORIES}
+    kernels = collections.defaultdict(float)
+    for r in rows:
+        if r.category in cats and r.category != "host":
+            cats[r.category] += r.total_ns
+        if r.category == "kernel":
+            kernels[short_kernel_name(r.name)] += r.total_ns
+    if "api" not in families:
+        cats["alloc"] = cats["free"] = None
+    if "copy" not in families:
+        cats["h2d"] = cats["d2h"] = None
+    markers = [r for r in rows if r.category == "marker" and r.kind == "trace"]
+    if picked and markers:
+        cats["host"] = _host_from_markers(markers, [r for r in rows if _family(r.category) == "api"])
+    else:
+        cats["host"] = None
+    p.categories = {c: (None if v is None else v / p.runs / 1e6) for c, v in cats.items()}
+    p.kernels = {k: v / p.runs / 1e6 for k, v in kernels.items()}
+    if picked:
+        mid = _median_window(windows)
+        shown, t0 = inside.get(mid, []), windows[mid][0]
+        p.timeline_span = "one timed run (the run of median length)"
+    else:  # no common clock with the chapter's own trace: the whole process
+        shown = trace
+        t0 = min((r.start_ns for r in trace), default=0)
+        p.timeline_span = "the whole process (no timed-run boundaries on this clock)"
+    p.timeline = [(r.stream if _family(r.category) in ("kernel", "copy") else
+                   "NVTX ranges" if r.category == "marker" else "runtime API",
+                   (r.start_ns - t0) / 1e6, (r.end_ns - r.start_ns) / 1e6, r.category,
+                   short_kernel_name(r.name) if r.category == "kernel" else r.name) for r in shown]
+
+
+def parse_shape(shape):
+    """(elements, bytes per element) from a summary's shape, e.g. 'B=4 D=512 L=2048 W=4 fp32'."""
+    dims = dict(re.findall(r"\b([BDL])=(\d+)", shape))
+    dtype = next((d for d in DTYPE_BYTES if re.search(rf"\b{d}\b", shape)), None)
+    if len(dims) != 3 or dtype is None:
+        return None
+    return int(dims["B"]) * int(dims["D"]) * int(dims["L"]), DTYPE_BYTES[dtype]
+
+
+def copy_floor_ms(shape, ceiling_gbs):
+    """The time a perfect kernel needs: read x and write out once at the copy ceiling."""
+    parsed = parse_shape(shape)
+    if not parsed or not ceiling_gbs:
+        return None
+    elements, size = parsed
+    return 2.0 * elements * size / (ceiling_gbs * 1e9) * 1e3
+
+
+def chapter_profiles(view):
+    """One ChapterProfile per chapter with data, in chapter order."""
+    chapters = sorted({r.chapter for r in view.rows if r.source == view.source} |
+                      {s.chapter for s in view.summaries})
+    out = []
+    for ch in chapters:
+        head = _headline(view.summaries, ch)
+        variant = head.variant if head else ""
+        own = [r for r in view.rows if r.source == "builtin" and r.chapter == ch]
+        variants = sorted({r.variant for r in own})
+        if variant in variants:
+            own = [r for r in own if r.variant == variant]
+        elif variants and len(variants) > 1:
+            own = [r for r in own if r.variant == variants[0]]  # no summary: the first variant's files
+        p = ChapterProfile(ch, chapter_label(ch), variant, "", 1.0, {}, {})
+        if view.source == "builtin":
+            if own:
+                _builtin_profile(p, own, view.info)
+        else:
+            ext = [r for r in view.rows if r.source == view.source and r.chapter == ch]
+            if ext:
+                _external_profile(p, ext, own, view.info)
+        if head:
+            p.e2e_ms = head.e2e_ms
+        if view.source == "builtin" and head:
+            p.device_ms = head.kernels_ms
+        elif p.categories.get("kernel") is not None and p.kernels:
+            p.device_ms = p.categories["kernel"]
+        mains = [k for k in view.kernels if k.chapter == ch and k.variant == variant]
+        if mains:
+            p.main = mains[0]
+            p.ceiling_gbs = mains[0].copy_ceiling_gbs
+            p.floor_ms = copy_floor_ms(mains[0].shape, p.ceiling_gbs)
+        if p.categories or p.e2e_ms is not None:
+            out.append(p)
+    if not out:
+        raise FormatError(f"{view.run}: no chapter has {view.source} data to chart")
+    return out
+
+
+# ---- the numbers behind each chart -----------------------------------------------------------
+
+def category_bars(profiles):
+    """(labels, ms per run by category, share in % by category); missing categories count 0."""
+    labels = [p.label for p in profiles if p.categories]
+    ms = {c: [] for c in CATEGORIES}
+    share = {c: [] for c in CATEGORIES}
+    for p in profiles:
+        if not p.categories:
+            continue
+        total = sum(v for v in p.categories.values() if v)
+        for c in CATEGORIES:
+            v = p.categories.get(c) or 0.0
+            ms[c].append(v)
+            share[c].append(100.0 * v / total if total else 0.0)
+    return labels, ms, share
+
+
+def top_kernels(profiles, n=5):
+    """[(chapter label, kernel, ms per run)] — each chapter's n slowest kernels, slowest first."""
+    out = []
+    for p in profiles:
+        ranked = sorted(p.kernels.items(), key=lambda kv: (-kv[1], kv[0]))[:n]
+        out += [(p.label, k, v) for k, v in ranked]
+    return out
+
+
+def ladder(profiles):
+    """Labels, end-to-end ms, device ms, copy floor ms and speed-up over the first chapter."""
+    ps = [p for p in profiles if p.e2e_ms is not None or p.device_ms is not None]
+    base = next((p.e2e_ms for p in ps if p.e2e_ms), None)
+    speedup = [(base / p.e2e_ms) if base and p.e2e_ms else None for p in ps]
+    return ([p.label for p in ps], [p.e2e_ms for p in ps], [p.device_ms for p in ps],
+            [p.floor_ms for p in ps], speedup)
+
+
+def timeline_chapter(profiles, wanted=None):
+    """The chapter whose timeline is drawn: the one asked for, else the one using the most streams
+    (chapter 07's overlap), ties going to the later chapter."""
+    with_tl = [p for p in profiles if p.timeline]
+    if wanted:
+        for p in with_tl:
+            if p.chapter == wanted or p.chapter.startswith(wanted) or p.label.startswith(wanted):
+                return p
+        raise FormatError(f"--timeline-chapter {wanted}: no such chapter with trace records "
+                          f"(have: {', '.join(p.chapter for p in with_tl) or 'none'})")
+    if not with_tl:
+        return None
+    def streams(p):
+        return len({lane for lane, *_ in p.timeline if lane and lane.startswith("stream")})
+    return max(with_tl, key=lambda p: (streams(p), p.chapter))
+
+
+def roofline_points(profiles):
+    """[(label, kernel, flop per byte, attained TFLOP/s)] of each chapter's main kernel. With an
+    external source, its time for that kernel replaces the chapter's own when the names match."""
+    out = []
+    for p in profiles:
+        m = p.main
+        if not m or m.gbs <= 0 or m.tflops <= 0:
+            continue
+        intensity = m.tflops * 1e12 / (m.gbs * 1e9)
+        attained = m.tflops
+        ext_ms = p.kernels.get(m.kernel) if p.basis == "timed runs" else None
+        if ext_ms and m.ms > 0:
+            attained = m.tflops * m.ms / ext_ms
+        out.append((p.label, m.kernel, intensity, attained))
+    return out
+
+
+def bandwidth_ceiling(profiles):
+    values = [p.ceiling_gbs for p in profiles if p.ceiling_gbs]
+    return statistics.median(values) if values else None
+
+
+def _enqueued_spans(own_kernels, windows, ext):
+    """For each of the chapter's kernel records: the span (first start to last end) of the GPU work
+    that the runtime calls inside its NVTX range enqueued, matched through correlation ids. A record
+    may stand for one kernel or for a whole graph of copies and kernels; its events time the span
+    either way. Returns the total span in ns, or None when some record finds no range or no work."""
+    markers = sorted((r for r in ext if r.category == "marker" and r.kind == "trace"), key=lambda r: r.start_ns)
+    api = sorted((r for r in ext if _family(r.category) == "api" and r.kind == "trace"), key=lambda r: r.start_ns)
+    work = collections.defaultdict(list)
+    for r in ext:
+        if r.kind == "trace" and _family(r.category) in ("kernel", "copy") and r.metrics.get("correlation"):
+            work[r.metrics["correlation"]].append(r)
+    if not markers or not api or not work:
+        return None
+    api_starts = [a.start_ns for a in api]
+    kernels = sorted((r for r in ext if r.category == "kernel" and r.kind == "trace"), key=lambda r: r.start_ns)
+    kernel_starts = [k.start_ns for k in kernels]
+    ranges_in = _in_windows(markers, windows)
+    total = 0.0
+    for it, (w0, w1) in windows.items():
+        free = collections.defaultdict(list)  # name -> the window's ranges of that name, in order
+        for m in ranges_in.get(it, []):
+            free[m.name].append(m)
+        mine = [r for r in own_kernels if r.iteration == it]
+        matched = []
+        for rec in mine:
+            if not free[rec.name]:
+                return None
+            matched.append(free[rec.name].pop(0))
+        for k, m in enumerate(matched):
+            lo, hi = bisect.bisect_left(api_starts, m.start_ns), bisect.bisect_right(api_starts, m.end_ns)
+            acts = [w for a in api[lo:hi] for w in work.get(a.metrics.get("correlation"), [])]
+            if not acts:
+                # Launched through the driver API (libraries such as cuBLAS do), so no runtime call
+                # carries the correlation: the kernels that start before the next record's range.
+                until = matched[k + 1].start_ns if k + 1 < len(matched) else w1
+                acts = kernels[bisect.bisect_left(kernel_starts, m.start_ns):bisect.bisect_left(kernel_starts, until)]
+            if not acts:
+                return None
+            total += max(a.end_ns for a in acts) - min(a.start_ns for a in acts)
+    return total
+
+
+def kernel_agreement(ds, source):
+    """Per chapter and variant: the chapter's own kernel time (device events) against `source`'s in
+    the same timed runs, in ms per run: [(chapter, variant, runs, events, source, how)]. `how` says
+    what the source's figure is: the span of the work each kernel record enqueued (through the NVTX
+    ranges and correlation ids), or, without ranges, the sum of its kernels in the timed runs."""
+    out = []
+    own = [r for r in ds.rows if r.source == "builtin" and r.kind == "trace"]
+    ext_all = [r for r in ds.rows if r.source == source and r.kind == "trace"]
+    for key in sorted({(r.run, r.chapter, r.variant) for r in own}):
+        trace = [r for r in own if (r.run, r.chapter, r.variant) == key]
+        windows = timed_windows(trace)
+        own_kernels = [r for r in trace if r.category == "kernel" and r.iteration in windows]
+        events = sum(r.total_ns for r in own_kernels)
+        ext = [r for r in ext_all if (r.run, r.chapter) == key[:2]]
+        measured = _enqueued_spans(own_kernels, windows, ext)
+        how = "work enqueued by each kernel record"
+        if measured is None:
+            inside = _in_windows([r for r in ext if r.category == "kernel"], windows)
+            measured = sum(r.total_ns for rs in inside.values() for r in rs)
+            how = "kernels in the timed runs"
+        n = max(len(windows), 1)
+        out.append((key[1], key[2], len(windows), events / n / 1e6, measured / n / 1e6, how))
+    return out

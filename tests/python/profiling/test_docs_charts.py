@@ -1,0 +1,43 @@
+"""scripts/docs_sync.py's `charts` regions: the committed charts as images with their captions,
+linked relative to the page, in the catalog's order; a missing folder is an error."""
+import importlib.util
+
+import pytest
+
+from profiling.catalog import CHARTS
+
+
+@pytest.fixture
+def docs_sync(root, tmp_path, monkeypatch):
+    spec = importlib.util.spec_from_file_location("docs_sync_under_test", root / "scripts" / "docs_sync.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    monkeypatch.setattr(mod, "ROOT", tmp_path)
+    return mod
+
+
+def test_charts_region(docs_sync, tmp_path):
+    charts = tmp_path / "results" / "gpu-check" / "charts"
+    charts.mkdir(parents=True)
+    for name in ("roofline.png", "categories.png"):
+        (charts / name).write_bytes(b"\x89PNG")
+    page = tmp_path / "docs" / "results.md"
+    page.parent.mkdir()
+    text = "intro\n<!-- results: charts results/gpu-check/charts -->\nstale\n<!-- /results -->\n"
+    out = docs_sync.render(text, page)
+    titles = {name: (title, caption) for name, title, caption in CHARTS}
+    assert out == ("intro\n<!-- results: charts results/gpu-check/charts -->\n"
+                   f"![{titles['categories.png'][0]}](../results/gpu-check/charts/categories.png)\n\n"
+                   f"*{titles['categories.png'][1]}*\n\n"
+                   f"![{titles['roofline.png'][0]}](../results/gpu-check/charts/roofline.png)\n\n"
+                   f"*{titles['roofline.png'][1]}*\n<!-- /results -->\n")
+    assert docs_sync.render(out, page) == out  # stable
+
+
+def test_charts_region_errors(docs_sync, tmp_path):
+    page = tmp_path / "README.md"
+    with pytest.raises(docs_sync.DocError, match="result folder not found"):
+        docs_sync.render("<!-- results: charts results/none -->\n<!-- /results -->", page)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(docs_sync.DocError, match="none of the charts"):
+        docs_sync.render("<!-- results: charts empty -->\n<!-- /results -->", page)
