@@ -3,6 +3,9 @@
 #
 #   scripts/gpu-check.sh OUTDIR [--skip-build]
 #
+# GPU_CHECK_STEPS (default "ctest chapters sections") and GPU_CHECK_SECTIONS (a glob over
+# scripts/gpu-check.d/*.sh, default "*") select parts, to split a long check over several calls.
+#
 # Configures for the GPU in this machine, builds with every core, runs all tests (GPU tests must run:
 # CONV1D_REQUIRE_GPU=1 turns "no GPU, skipped" into a failure), runs every chapter at its default
 # shape (with phase CSVs) and at odd shapes for each dtype it supports, runs compute-sanitizer
@@ -31,7 +34,11 @@ printf '| step | what | result | note |\n|---|---|---|---|\n' > "$summary"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$out/logs/gpu.txt" 2>&1 || true
 gpu=$(head -n1 "$out/logs/gpu.txt")
 
-if [[ $skip_build != --skip-build ]]; then
+steps=${GPU_CHECK_STEPS:-ctest chapters sections}
+sections_glob=${GPU_CHECK_SECTIONS:-*}
+wants() { [[ " $steps " == *" $1 "* ]]; }
+
+if [[ $skip_build != --skip-build || ! -f $build/build.ninja ]]; then
   step "configure + build ($gpu)"
   if cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=native \
        > "$out/logs/configure.log" 2>&1 &&
@@ -45,6 +52,7 @@ if [[ $skip_build != --skip-build ]]; then
   fi
 fi
 
+if wants ctest; then
 step "ctest"
 ctest --test-dir "$build" --output-on-failure -j 4 > "$out/logs/ctest.log" 2>&1
 rc=$?
@@ -53,8 +61,10 @@ skipped=$(grep -c -E "\*\*\*Skipped|Not Run" "$out/logs/ctest.log")
 if [[ $rc -eq 0 && $skipped -eq 0 ]]; then row ctest "all tests" pass "$tests_line"; else
   row ctest "all tests" FAIL "$tests_line; $skipped skipped"; tail -n 30 "$out/logs/ctest.log"; fi
 
+fi
+
 chapters=$(find "$build/chapters" -maxdepth 2 -type f -name 'ch[0-9][0-9]_*' -perm -u+x | sort)
-for exe in $chapters; do
+wants chapters && for exe in $chapters; do
   name=$(basename "$exe")
   dtypes=$("$exe" --help | sed -n 's/.*storage type: \([a-z0-9, ]*\) (default.*/\1/p' | tr -d ',')
   step "$name default"
@@ -95,7 +105,7 @@ done
 
 # Further sections (benchmarks, profiler checks), one file each, sourced in name order. They may use
 # row, step, $out, $build, $root and $chapters, and write result files under $out/results.
-for section in "$root"/scripts/gpu-check.d/*.sh; do
+wants sections && for section in "$root"/scripts/gpu-check.d/$sections_glob.sh; do
   [[ -e $section ]] || continue
   step "section $(basename "$section")"
   # shellcheck source=/dev/null
