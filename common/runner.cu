@@ -61,6 +61,17 @@ RandomInputs draw_inputs(const Options& opt) {
   return in;
 }
 
+// Appends rows to a tab-separated file, writing the header first when the file is new.
+void append_rows(const std::string& path, const std::string& header, const std::vector<std::string>& rows) {
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent);
+  const bool fresh = !std::filesystem::exists(path) || std::filesystem::file_size(path) == 0;
+  std::ofstream f(path, std::ios::app);
+  if (fresh) f << header << "\n";
+  for (const std::string& r : rows) f << r << "\n";
+  if (!f) throw std::runtime_error("cannot append to " + path);
+}
+
 FwdProblem make_forward_problem(const Options& opt) {
   FwdProblem p;
   p.opt = opt;
@@ -131,38 +142,41 @@ VariantResult run_variant(const FwdVariant& v, const FwdProblem& p, L2Flusher& f
   return measure_variant(m, opt, flusher, ceiling_gbs, several);
 }
 
-// Appends rows to a tab-separated file, writing the header first when the file is new.
-void append_rows(const std::string& path, const std::string& header, const std::vector<std::string>& rows) {
-  ensure_parent_dir(path);
-  const bool fresh = !std::filesystem::exists(path) || std::filesystem::file_size(path) == 0;
-  std::ofstream f(path, std::ios::app);
-  if (fresh) f << header << "\n";
-  for (const std::string& r : rows) f << r << "\n";
-  if (!f) throw std::runtime_error("cannot append to " + path);
+
+std::string kernels_path(const std::string& summary) {
+  std::string k = summary;
+  if (k.size() > 4 && k.compare(k.size() - 4, 4, ".tsv") == 0) k.resize(k.size() - 4);
+  return k + "_kernels.tsv";
+}
+
+// One row per reported kernel of each variant, to the kernels file next to the summary.
+void write_kernel_rows(const std::string& summary, const ChapterSpec& spec, const std::vector<VariantResult>& results,
+                       const std::string& device, const std::string& shape, double ceiling) {
+  std::vector<std::string> rows;
+  char buf[512];
+  for (const VariantResult& r : results)
+    for (const KernelResult& k : r.kernels) {
+      std::snprintf(buf, sizeof buf, "%s\t%s\t%s\t%s\t%.4f\t%.4f\t%.1f\t%.1f\t%.1f\t%s\t%s", spec.number.c_str(),
+                    spec.name.c_str(), r.name.c_str(), k.kernel.c_str(), k.ms, k.tflops, k.gbs, 100.0 * k.gbs / ceiling,
+                    ceiling, device.c_str(), shape.c_str());
+      rows.push_back(buf);
+    }
+  append_rows(kernels_path(summary),
+              "chapter\tname\tvariant\tkernel\tms\ttflops\tgbs\tceiling_pct\tcopy_ceiling_gbs\tdevice\tshape", rows);
 }
 
 void write_summary(const std::string& path, const ChapterSpec& spec, const std::vector<VariantResult>& results,
                    const std::string& device, const std::string& shape, double ceiling) {
-  std::vector<std::string> rows, kernel_rows;
+  std::vector<std::string> rows;
   char buf[512];
   for (const VariantResult& r : results) {
     std::snprintf(buf, sizeof buf, "%s\t%s\t%s\t%.4f\t%.4f\t%s\t%s\t%s", spec.number.c_str(), spec.name.c_str(),
                   r.name.c_str(), r.e2e_ms.median, r.device_ms.median, r.verified ? "yes" : "no", device.c_str(),
                   shape.c_str());
     rows.push_back(buf);
-    for (const KernelResult& k : r.kernels) {
-      std::snprintf(buf, sizeof buf, "%s\t%s\t%s\t%s\t%.4f\t%.4f\t%.1f\t%.1f\t%.1f\t%s\t%s", spec.number.c_str(),
-                    spec.name.c_str(), r.name.c_str(), k.kernel.c_str(), k.ms, k.tflops, k.gbs, 100.0 * k.gbs / ceiling,
-                    ceiling, device.c_str(), shape.c_str());
-      kernel_rows.push_back(buf);
-    }
   }
   append_rows(path, "chapter\tname\tvariant\tend_to_end_ms\tkernels_ms\tverified\tdevice\tshape", rows);
-  std::string kpath = path;
-  if (kpath.size() > 4 && kpath.compare(kpath.size() - 4, 4, ".tsv") == 0) kpath.resize(kpath.size() - 4);
-  append_rows(kpath + "_kernels.tsv",
-              "chapter\tname\tvariant\tkernel\tms\ttflops\tgbs\tceiling_pct\tcopy_ceiling_gbs\tdevice\tshape",
-              kernel_rows);
+  write_kernel_rows(path, spec, results, device, shape, ceiling);
 }
 
 }  // namespace
@@ -296,6 +310,17 @@ double report_copy_ceiling(const DeviceInfo& dev) {
   return ceiling;
 }
 
+void save_forward_inputs(const FwdProblem& p) {
+  const Options& opt = p.opt;
+  if (opt.save_npy.empty()) return;
+  std::filesystem::create_directories(opt.save_npy);
+  write_npy(opt.save_npy + "/x.npy", p.x, {opt.batch, opt.dim, opt.seqlen});
+  write_npy(opt.save_npy + "/weight.npy", p.weight, {opt.dim, opt.width});
+  if (opt.bias) write_npy(opt.save_npy + "/bias.npy", p.bias, {opt.dim});
+  write_npy(opt.save_npy + "/reference.npy", p.ref, {opt.batch, opt.dim, opt.seqlen});
+  std::printf("wrote x, weight%s and reference .npy files to %s\n", opt.bias ? ", bias" : "", opt.save_npy.c_str());
+}
+
 int run_forward_chapter(int argc, char** argv, const FwdChapter& ch) {
   Options opt;
   int rc = handle_command_line(argc, argv, ch.spec, &opt, ch.extra_flags);
@@ -322,21 +347,22 @@ int run_forward_chapter(int argc, char** argv, const FwdChapter& ch) {
     std::printf("inputs and fp64 reference: %.2f s on the CPU\n", (host_now_ns() - t_ref) * 1e-9);
     const double ceiling = report_copy_ceiling(dev);
 
-    if (!opt.save_npy.empty()) {
-      std::filesystem::create_directories(opt.save_npy);
-      write_npy(opt.save_npy + "/x.npy", p.x, {opt.batch, opt.dim, opt.seqlen});
-      write_npy(opt.save_npy + "/weight.npy", p.weight, {opt.dim, opt.width});
-      if (opt.bias) write_npy(opt.save_npy + "/bias.npy", p.bias, {opt.dim});
-      write_npy(opt.save_npy + "/reference.npy", p.ref, {opt.batch, opt.dim, opt.seqlen});
-      std::printf("wrote x, weight%s and reference .npy files to %s\n", opt.bias ? ", bias" : "",
-                  opt.save_npy.c_str());
-    }
+    save_forward_inputs(p);
 
     L2Flusher flusher;
     const std::vector<FwdVariant> variants = ch.variants(opt);
+    std::vector<std::pair<std::string, double>> compute_ceilings;
+    if (ch.ceilings) compute_ceilings = ch.ceilings();
+    for (const auto& [name, tflops] : compute_ceilings) std::printf("ceiling %s: %.1f TFLOP/s\n", name.c_str(), tflops);
     std::vector<VariantResult> results;
     for (const FwdVariant& v : variants)
       results.push_back(run_variant(v, p, flusher, ceiling, variants.size() > 1));
+    if (!opt.summary.empty() && !compute_ceilings.empty()) {
+      VariantResult c;  // rows of the kernels file only: the summary table lists real variants
+      c.name = "ceiling";
+      for (const auto& [name, tflops] : compute_ceilings) c.kernels.push_back({name, 0.0, tflops, 0.0});
+      write_kernel_rows(opt.summary, ch.spec, {c}, dev.name, shape_string(opt), ceiling);
+    }
     return report_variants(ch.spec, opt, dev.name, results, ceiling);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: error: %s\n", exe.c_str(), e.what());

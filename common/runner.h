@@ -15,6 +15,7 @@
 
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/cli.h"
@@ -66,12 +67,22 @@ struct FwdChapter {
   std::vector<ExtraFlag> extra_flags;
   std::function<MemoryNeed(const Options&)> memory;              // checked before allocating
   std::function<std::vector<FwdVariant>(const Options&)> variants;  // the first is the headline
+  // Optional: arithmetic ceilings the chapter measures itself in the same run (e.g. the tensor-core
+  // rate its API can reach), as (name, TFLOP/s). Printed after the copy ceiling and written to the
+  // --summary kernels file as rows of variant "ceiling".
+  std::function<std::vector<std::pair<std::string, double>>()> ceilings;
 };
 
 int run_forward_chapter(int argc, char** argv, const FwdChapter& chapter);
 
 // Pieces of the frame, for chapters that are not forward chapters (e.g. the backward one).
 FwdProblem make_forward_problem(const Options& opt);
+// Appends rows to a tab-separated result file (parent folders made), the header first when the file
+// is new: how every --summary file of the project is written.
+void append_rows(const std::string& path, const std::string& header, const std::vector<std::string>& rows);
+// --save-npy: writes x, weight, bias (with --bias) and the fp64 reference into opt.save_npy (no-op
+// without the flag); the variants add their outputs as out_<variant>.npy.
+void save_forward_inputs(const FwdProblem& p);
 // The random inputs every chapter draws from --seed, uniform in [-1, 1) and rounded to opt.dtype:
 // x (B*D*L elements, whatever the layout) from seed, weight [D, W] from seed + 1, bias [D] from
 // seed + 2 (empty without --bias).

@@ -23,6 +23,9 @@ class EventPair {
   void start(cudaStream_t s = 0);
   void stop(cudaStream_t s = 0);
   double elapsed_ms();  // waits for the stop event
+  // The events themselves, for cross-stream ordering (cudaStreamWaitEvent).
+  cudaEvent_t start_event() const { return start_; }
+  cudaEvent_t stop_event() const { return stop_; }
   // Milliseconds from `origin`'s start event to this pair's start event (waits for both; both must
   // have been recorded on the same device, on any streams).
   double start_offset_ms(const EventPair& origin);

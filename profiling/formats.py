@@ -329,7 +329,15 @@ def parse_ncu(path, text, ctx):
             if raw in ("", "n/a"):
                 continue
             unit = units[i].strip() if i < len(units) else ""
-            value = t.number(cells, i, line)
+            if t.header[i].startswith(("device__attribute_", "launch__")):
+                # Descriptive columns the raw page always carries: some hold words ("No-CC"),
+                # which are kept out of the metrics rather than refused.
+                try:
+                    value = t.number(cells, i, line)
+                except FormatError:
+                    continue
+            else:
+                value = t.number(cells, i, line)
             if unit in NCU_UNITS:
                 value *= NCU_UNITS[unit]
             metrics[t.header[i]] = value

@@ -43,6 +43,21 @@ if [[ -x $exe7 ]]; then
   done
   awk '/^timeline of the last timed/ {s = 1} s && NF == 0 {exit} s' "$out/logs/bench_ch07_pinned.log" \
     > "$out/results/ch07_timeline.txt"
+  # How the split matters: the pipelined variant over a few stream and chunk counts (rows of
+  # bench_07_sweep_pipeline.tsv; fewer timed runs, the same shape).
+  sweep7=$out/results/bench_07_sweep.tsv
+  rm -f "$sweep7" "${sweep7%.tsv}_kernels.tsv" "${sweep7%.tsv}_pipeline.tsv"
+  for sc in "2 1" "8 1" "4 2" "4 4" "8 4"; do  # --chunks counts per batch row: 16 rows here
+    read -r streams chunks <<< "$sc"
+    log7=$out/logs/bench_ch07_sweep_${streams}_${chunks}.log
+    step "bench ch07 sweep streams $streams chunks $chunks"
+    if "$exe7" --batch 16 --dim 1024 --seqlen 4096 --width 4 --iters 5 --warmup 1 --variant pipelined \
+         --streams "$streams" --chunks "$chunks" --summary "$sweep7" > "$log7" 2>&1; then
+      row ch07_stream_pipeline "sweep --streams $streams --chunks $chunks" pass "$(ch07_note "$log7")"
+    else
+      row ch07_stream_pipeline "sweep --streams $streams --chunks $chunks" FAIL "see logs/$(basename "$log7")"
+    fi
+  done
 else
   row ch07_stream_pipeline bench FAIL "$exe7 not built"
 fi

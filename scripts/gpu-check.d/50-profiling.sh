@@ -6,6 +6,9 @@
 #    10 % (both printed; the table goes to $out/results/profile/cupti_vs_events.tsv);
 #  - a short Nsight Compute pass over chapter 01, read back by profiling/'s ncu parser.
 prof_shape=(--batch 4 --dim 256 --seqlen 2048 --iters 5 --warmup 1)
+# The tracer is judged at a larger shape: an event pair around a launch into an idle queue also
+# times the launch itself (a few microseconds), which is noise for long kernels and not for short ones.
+cupti_shape=(--batch 8 --dim 1024 --seqlen 4096 --iters 3 --warmup 1)
 prof_py=$build/venv/bin/python  # made by cmake/PythonEnv.cmake when the system Python lacks numpy/matplotlib
 [[ -x $prof_py ]] || prof_py=python3
 prof() { PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}" "$prof_py" -m profiling "$@"; }
@@ -31,18 +34,21 @@ else
 
   step "profiling: our CUPTI tracer"
   rm -rf "$out/logs/profile"
-  if prof run --source cupti --build "$build" --out "$out/logs/profile" "${prof_shape[@]}" \
+  if prof run --source cupti --build "$build" --out "$out/logs/profile" "${cupti_shape[@]}" \
        --charts "$out/logs/profile/charts-cupti" > "$out/logs/profiling_cupti.log" 2>&1; then
-    row profiling "run --source cupti ${prof_shape[*]}" pass "charts in logs/profile/charts-cupti"
+    row profiling "run --source cupti ${cupti_shape[*]}" pass "charts in logs/profile/charts-cupti"
   else
-    row profiling "run --source cupti ${prof_shape[*]}" FAIL "see logs/profiling_cupti.log"
+    row profiling "run --source cupti ${cupti_shape[*]}" FAIL "see logs/profiling_cupti.log"
     tail -n 20 "$out/logs/profiling_cupti.log"
   fi
 
   step "profiling: CUPTI kernel time against the chapters' events"
   cupti_run=$(find "$out/logs/profile" -mindepth 2 -maxdepth 2 -type d -name cupti 2> /dev/null | head -n 1)
   mkdir -p "$out/results/profile"
+  # ch07's pipelined variant runs kernels of several streams at once: a kernel's event span there
+  # includes waiting for the SMs the others hold, so it is listed but not judged.
   if [[ -n $cupti_run ]] && prof compare "$cupti_run" --source cupti --tolerance 0.10 \
+       --exclude ch07_stream_pipeline/pipelined \
        --tsv "$out/results/profile/cupti_vs_events.tsv" > "$out/logs/profiling_compare.log" 2>&1; then
     result=pass
   else

@@ -188,6 +188,7 @@ def test_ncu_raw(fixtures):
     assert a.metrics["dram__bytes_write.sum"] == pytest.approx(524290)  # Kbyte
     assert a.metrics["launch__grid_size"] == 2048 and a.metrics["device__attribute_max_threads_per_block"] == 1024
     assert a.stream == "stream 7"
+    assert "device__attribute_confidential_computing_mode" not in a.metrics  # a word, not a number
 
 
 # ---- malformed input: an error that names the file and what was expected --------------------------
