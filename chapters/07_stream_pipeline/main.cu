@@ -89,6 +89,7 @@ CopyRates measure_pinned_rates(size_t bytes) {
   PinnedBuffer host2(bytes);
   DeviceBuffer dev2(bytes);
   std::memset(host2.get(), 0, bytes);
+  GPU_CHECK(cudaMemset(dev2.get(), 0, bytes));  // copied out below: written first, as initcheck expects
   cudaStream_t up = nullptr, down = nullptr;
   GPU_CHECK(cudaStreamCreateWithFlags(&up, cudaStreamNonBlocking));
   GPU_CHECK(cudaStreamCreateWithFlags(&down, cudaStreamNonBlocking));
