@@ -351,18 +351,9 @@ int run_forward_chapter(int argc, char** argv, const FwdChapter& ch) {
 
     L2Flusher flusher;
     const std::vector<FwdVariant> variants = ch.variants(opt);
-    std::vector<std::pair<std::string, double>> compute_ceilings;
-    if (ch.ceilings) compute_ceilings = ch.ceilings();
-    for (const auto& [name, tflops] : compute_ceilings) std::printf("ceiling %s: %.1f TFLOP/s\n", name.c_str(), tflops);
     std::vector<VariantResult> results;
     for (const FwdVariant& v : variants)
       results.push_back(run_variant(v, p, flusher, ceiling, variants.size() > 1));
-    if (!opt.summary.empty() && !compute_ceilings.empty()) {
-      VariantResult c;  // rows of the kernels file only: the summary table lists real variants
-      c.name = "ceiling";
-      for (const auto& [name, tflops] : compute_ceilings) c.kernels.push_back({name, 0.0, tflops, 0.0});
-      write_kernel_rows(opt.summary, ch.spec, {c}, dev.name, shape_string(opt), ceiling);
-    }
     return report_variants(ch.spec, opt, dev.name, results, ceiling);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: error: %s\n", exe.c_str(), e.what());

@@ -15,7 +15,6 @@
 
 #include <functional>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "common/cli.h"
@@ -67,10 +66,6 @@ struct FwdChapter {
   std::vector<ExtraFlag> extra_flags;
   std::function<MemoryNeed(const Options&)> memory;              // checked before allocating
   std::function<std::vector<FwdVariant>(const Options&)> variants;  // the first is the headline
-  // Optional: arithmetic ceilings the chapter measures itself in the same run (e.g. the tensor-core
-  // rate its API can reach), as (name, TFLOP/s). Printed after the copy ceiling and written to the
-  // --summary kernels file as rows of variant "ceiling".
-  std::function<std::vector<std::pair<std::string, double>>()> ceilings;
 };
 
 int run_forward_chapter(int argc, char** argv, const FwdChapter& chapter);

@@ -120,11 +120,6 @@ inline FwdChapter chapter() {
                                        "which GEMM to run: all (default; sparse is the headline) or one of them"));
   ch.extra_flags.push_back(choice_flag("--block-tile", tile.get(), tiles,
                                        "block tile MxNxK of the block variant (default " + tiles.front() + ")"));
-  // What WMMA can reach at best on this GPU, measured in the same run: the yardstick for `block`
-  // besides the library (which uses Hopper's wgmma, out of WMMA's reach).
-  ch.ceilings = [] {
-    return std::vector<std::pair<std::string, double>>{{"wmma_mma_sync_peak", measure_wmma_peak_tflops()}};
-  };
   ch.variants = [which, tile](const Options& o) {
     const BlockTile* t = &block_tiles().front();
     for (const BlockTile& b : block_tiles())

@@ -20,9 +20,7 @@
 #include <stdexcept>
 
 #include "chapters/04_bias_epilogue/epilogue.cuh"
-#include "common/buffers.h"
 #include "common/check.h"
-#include "common/timing.h"
 #include "common/device_types.cuh"
 
 #if defined(CONV1D_BACKEND_HIP)
@@ -434,43 +432,6 @@ void launch_wmma_sparse_w(const GemmArgs& g, cudaStream_t s = 0) {
   const dim3 grid(static_cast<unsigned>((g.m + kRows - 1) / kRows),
                   static_cast<unsigned>((g.n + kSparseCols - 1) / kSparseCols));
   kernel<<<grid, kWarps * kWarpLanes, smem, s>>>(g);
-}
-
-// ---------------------------------------------------------------------------------------------
-// The ceiling of this API on this GPU: tensor-core steps on fragments already in registers, no
-// memory at all. What a WMMA kernel can reach at best, measured in the same run as the kernels.
-__global__ void wmma_mma_peak(float* sink, int iters) {
-  FragA a;
-  FragB b;
-  FragC c[4];  // four independent chains, so each step need not wait for the previous one
-  wmma::fill_fragment(a, __float2half(0.001f));
-  wmma::fill_fragment(b, __float2half(0.001f));
-#pragma unroll
-  for (int j = 0; j < 4; ++j) wmma::fill_fragment(c[j], 0.0f);
-  for (int i = 0; i < iters; ++i)
-#pragma unroll
-    for (int j = 0; j < 4; ++j) wmma::mma_sync(c[j], a, b, c[j]);
-  float s = 0.0f;
-#pragma unroll
-  for (int j = 0; j < 4; ++j) s += c[j].x[0];
-  if (s == -1.0f) *sink = s;  // never true: keeps the work from being optimised away
-}
-
-inline double measure_wmma_peak_tflops() {
-  int dev = 0, sms = 0;
-  GPU_CHECK(cudaGetDevice(&dev));
-  GPU_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  const int blocks = sms * 8, warps = 4, iters = 20000;
-  DeviceBuffer sink(sizeof(float));
-  EventPair ev;
-  wmma_mma_peak<<<blocks, warps * kWarpLanes>>>(sink.get<float>(), iters);  // warm-up (clocks, module load)
-  GPU_CHECK_LAUNCH("wmma_mma_peak");
-  ev.start();
-  wmma_mma_peak<<<blocks, warps * kWarpLanes>>>(sink.get<float>(), iters);
-  ev.stop();
-  GPU_CHECK_LAUNCH("wmma_mma_peak");
-  const double flops = double(blocks) * warps * iters * 4 * 2.0 * kTile * kTile * kTile;
-  return flops / (ev.elapsed_ms() * 1e-3) / 1e12;
 }
 
 inline int64_t tile_blocks(const GemmArgs& g) {

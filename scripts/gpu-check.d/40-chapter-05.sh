@@ -4,8 +4,8 @@
 # Result files (under $out/results):
 #   bench_05.tsv, bench_05_kernels.tsv   every variant at B=8 D=1024 L=4096 W=4 fp16 (M=32768,
 #                                        K=4096, N=1024), the block variant once per --block-tile,
-#                                        and the default shape; the kernels file carries TFLOP/s,
-#                                        GB/s and the tensor-core ceiling measured in the same run
+#                                        and the default shape; the kernels file carries ms, TFLOP/s
+#                                        and GB/s of each kernel
 #   ch05_resources.txt                   registers, shared memory, stack per kernel (cuobjdump) and
 #                                        the count of HMMA instructions in each tensor-core kernel
 
