@@ -105,9 +105,8 @@ def select(ds, run=None, source=None):
     kernels = [k for k in ds.kernels if k.run == chosen]
     device = info.get("device") or _most_common([s.device for s in summaries], "") or \
         _most_common(ds.agents.get(chosen, []), "device not recorded")
-    shapes = sorted({s.shape for s in summaries})
-    shape = info.get("shape_label") or (shapes[0] if len(shapes) == 1 else
-                                        "each chapter's default shape" if shapes else "shape not recorded")
+    # From the summaries when there are any (the label stored at run time is the fallback).
+    shape = shape_label([s.shape for s in summaries]) if summaries else info.get("shape_label") or "shape not recorded"
     return View(chosen, source, info, device, info.get("date", "date not recorded"), shape, rows, summaries, kernels)
 
 
@@ -349,11 +348,31 @@ def top_kernels(profiles, n=5):
     return out
 
 
+DTYPES = ("fp32", "fp16", "bf16")
+
+
+def shape_label(shapes):
+    """One label for the shapes of a run's chapters: the shape itself when they agree, the shape and
+    the dtypes when only the dtype differs (chapters run the dtypes they support), else a note."""
+    shapes = sorted(set(shapes))
+    if not shapes:
+        return "shape not recorded"
+    if len(shapes) == 1:
+        return shapes[0]
+    strip = {" ".join(t for t in s.split() if t not in DTYPES) for s in shapes}
+    if len(strip) == 1:
+        dtypes = sorted({t for s in shapes for t in s.split() if t in DTYPES})
+        return f"{strip.pop()}, {' or '.join(dtypes)} (each chapter's own)"
+    return "each chapter's default shape"
+
+
 def ladder(profiles):
     """Labels, end-to-end ms, device ms, copy floor ms and speed-up over the first chapter."""
     ps = [p for p in profiles if p.e2e_ms is not None or p.device_ms is not None]
     base = next((p.e2e_ms for p in ps if p.e2e_ms), None)
-    speedup = [(base / p.e2e_ms) if base and p.e2e_ms else None for p in ps]
+    # The backward chapter computes something else: a speed-up over the first (forward) chapter
+    # would compare different work, so it has none.
+    speedup = [(base / p.e2e_ms) if base and p.e2e_ms and "backward" not in p.label else None for p in ps]
     return ([p.label for p in ps], [p.e2e_ms for p in ps], [p.device_ms for p in ps],
             [p.floor_ms for p in ps], speedup)
 

@@ -137,6 +137,7 @@ def run_chapters(args):
             return NO_GPU, None
         raise FormatError("every chapter failed: " + "; ".join(failed))
 
+    from profiling import analysis
     from profiling.formats import parse_summary
     rows = parse_summary(summary, summary.read_text(), "")
     device = rows[0].device if rows else "unknown device"
@@ -149,7 +150,7 @@ def run_chapters(args):
     info = {
         "source": source, "device": device,
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "shape_label": shapes[0] if len(shapes) == 1 else "each chapter's default shape",
+        "shape_label": analysis.shape_label(shapes),
         "shape_flags": " ".join(_shape_args(args)), "iters": iters, "warmup": warmup,
         # Profilers see every run of the process: verification before and after, warm-up, timed runs.
         "pipeline_runs": ({ch: len(v) * (iters + warmup + 2) for ch, v in variants.items()}

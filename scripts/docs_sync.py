@@ -19,6 +19,7 @@ Two kinds of marked regions in Markdown files are generated, never typed by hand
 
   <!-- value: KIND PATH [key=value ...] -->N<!-- /value -->   one number inside a sentence:
       tsv PATH where=col:value,... col=COLUMN [fmt=.1f] [scale=X]   a cell of a result table
+                                              (nth=K: the K-th of several matching rows, in file order)
       share PATH category=CAT                                        a category's share (%) of a
                                                                      phase stats file
       ratio PATH where=... col=C over=col:value,...                  cell / the cell of another row
@@ -120,15 +121,21 @@ def results_tsv(path, opts):
 KINDS = {"phases": results_phases, "tsv": results_tsv}
 
 
-def filtered(path, where):
+def filtered(path, where, nth=None):
+    """The one row `where` selects; with nth=K, the K-th (from 1, in file order) of several."""
     rows = select(path, where)
+    if nth is not None:
+        k = int(nth)
+        if not 1 <= k <= len(rows):
+            raise DocError(f"{path}: where={where} nth={nth}: only {len(rows)} row(s) match")
+        rows = [rows[k - 1]]
     if len(rows) != 1:
         raise DocError(f"{path}: where={where} must select exactly one row (got {len(rows)})")
     return rows[0]
 
 
 def cell(path, opts, where_key="where"):
-    row = filtered(path, opts.get(where_key, ""))
+    row = filtered(path, opts.get(where_key, ""), opts.get("nth" if where_key == "where" else "over_nth"))
     col = opts.get("col")
     if col not in row:
         raise DocError(f"{path}: no column {col}")

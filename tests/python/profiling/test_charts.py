@@ -109,6 +109,22 @@ def test_ladder(builtin):
     assert speedup == pytest.approx([1.0, 2.0])
 
 
+def test_ladder_gives_the_backward_chapter_no_speed_up():
+    from types import SimpleNamespace as P
+    ps = [P(label="01 host_img2col", e2e_ms=10.0, device_ms=1.0, floor_ms=None),
+          P(label="06 channel_last_backward", e2e_ms=0.1, device_ms=0.05, floor_ms=None),
+          P(label="07 stream_pipeline", e2e_ms=0.5, device_ms=0.4, floor_ms=None)]
+    assert analysis.ladder(ps)[4] == [1.0, None, 20.0]
+
+
+def test_shape_label():
+    assert analysis.shape_label([]) == "shape not recorded"
+    assert analysis.shape_label(["B=1 D=2 L=3 W=4 fp32"] * 2) == "B=1 D=2 L=3 W=4 fp32"
+    assert analysis.shape_label(["B=1 D=2 L=3 W=4 fp32", "B=1 D=2 L=3 W=4 fp16"]) == \
+        "B=1 D=2 L=3 W=4, fp16 or fp32 (each chapter's own)"
+    assert analysis.shape_label(["B=1 D=2 L=3 W=4 fp32", "B=9 D=2 L=3 W=4 fp32"]) == "each chapter's default shape"
+
+
 def test_copy_floor_shapes():
     assert analysis.copy_floor_ms("B=4 D=512 L=2048 W=4 fp32", 4136.9) == pytest.approx(2 * 4 * 512 * 2048 * 4 / 4136.9e9 * 1e3)
     assert analysis.copy_floor_ms("B=1 D=10 L=10 W=2 bf16 bias silu", 1000) == pytest.approx(400 / 1e12 * 1e3)
