@@ -10,6 +10,18 @@
 
 using namespace conv1d;
 
+namespace {
+// C = A x B on the device with the naive GEMM; C poisoned before, so unwritten elements stay NaN.
+void device_gemm(const HostArray& a, const HostArray& b, HostArray& c, int64_t m, int64_t n, int64_t k) {
+  DeviceBuffer da(a.bytes()), db(b.bytes()), dc(c.bytes());
+  GPU_CHECK(cudaMemcpy(da.get(), a.data(), a.bytes(), cudaMemcpyHostToDevice));
+  GPU_CHECK(cudaMemcpy(db.get(), b.data(), b.bytes(), cudaMemcpyHostToDevice));
+  dc.poison();
+  launch_naive_gemm(da.get<float>(), db.get<float>(), dc.get<float>(), m, n, k);
+  GPU_CHECK(cudaMemcpy(c.data(), dc.get(), c.bytes(), cudaMemcpyDeviceToHost));
+}
+}  // namespace
+
 TEST(Ch01Gemm, NaiveGemmMatchesFp64) {
   CONV1D_REQUIRE_GPU_OR_SKIP();
   Rng rng(11);
@@ -22,12 +34,7 @@ TEST(Ch01Gemm, NaiveGemmMatchesFp64) {
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j)
         for (int64_t l = 0; l < k; ++l) want[i * n + j] += a.get(i * k + l) * b.get(l * n + j);
-    DeviceBuffer da(a.bytes()), db(b.bytes()), dc(c.bytes());
-    GPU_CHECK(cudaMemcpy(da.get(), a.data(), a.bytes(), cudaMemcpyHostToDevice));
-    GPU_CHECK(cudaMemcpy(db.get(), b.data(), b.bytes(), cudaMemcpyHostToDevice));
-    dc.poison();
-    launch_naive_gemm(da.get<float>(), db.get<float>(), dc.get<float>(), m, n, k);
-    GPU_CHECK(cudaMemcpy(c.data(), dc.get(), c.bytes(), cudaMemcpyDeviceToHost));
+    device_gemm(a, b, c, m, n, k);
     const VerifyReport r = verify("C", c, want, {1e-5, 1e-5}, {m, n});
     EXPECT_TRUE(r.ok()) << m << "x" << n << "x" << k << ": " << r.summary() << "\n" << r.details();
   }
@@ -40,12 +47,7 @@ TEST(Ch01Gemm, GridStrideCoversMoreRowsThanTheGrid) {
   HostArray a(Dtype::fp32, m), b(Dtype::fp32, 1), c(Dtype::fp32, m);
   for (int64_t i = 0; i < m; ++i) a.set(i, static_cast<double>(i % 1000));
   b.set(0, 2.0);
-  DeviceBuffer da(a.bytes()), db(b.bytes()), dc(c.bytes());
-  GPU_CHECK(cudaMemcpy(da.get(), a.data(), a.bytes(), cudaMemcpyHostToDevice));
-  GPU_CHECK(cudaMemcpy(db.get(), b.data(), b.bytes(), cudaMemcpyHostToDevice));
-  dc.poison();
-  launch_naive_gemm(da.get<float>(), db.get<float>(), dc.get<float>(), m, n, k);
-  GPU_CHECK(cudaMemcpy(c.data(), dc.get(), c.bytes(), cudaMemcpyDeviceToHost));
+  device_gemm(a, b, c, m, n, k);
   for (int64_t i = 0; i < m; ++i) ASSERT_EQ(c.get(i), 2.0 * (i % 1000)) << i;
 }
 
