@@ -54,7 +54,6 @@ __host__ __device__ inline hip_bfloat16 __float2bfloat16_rn(float v) { return hi
 #define cudaEventElapsedTime hipEventElapsedTime
 #define cudaDriverGetVersion hipDriverGetVersion
 #define cudaRuntimeGetVersion hipRuntimeGetVersion
-#define cudaDevAttrMultiProcessorCount hipDeviceAttributeMultiprocessorCount
 #define cudaFuncSetAttribute(f, attr, v) hipFuncSetAttribute(reinterpret_cast<const void*>(f), attr, v)
 #define cudaFuncAttributeMaxDynamicSharedMemorySize hipFuncAttributeMaxDynamicSharedMemorySize
 // Streams, 2-D copies and graphs (chapter 07).

@@ -68,9 +68,8 @@ struct GemmArgs {
 // through `stage` (16 x 16 halves of shared memory owned by this warp), zero-filled outside.
 template <class Frag>
 __device__ inline void load_tile(Frag& frag, const __half* mat, int64_t rows, int64_t cols, int64_t ld, int64_t row0,
-                                 int64_t col0, __half* stage, int64_t valid_cols = -1) {
-  if (valid_cols < 0) valid_cols = cols - col0;
-  const bool inside = row0 + kTile <= rows && valid_cols >= kTile;
+                                 int64_t col0, __half* stage) {
+  const bool inside = row0 + kTile <= rows && col0 + kTile <= cols;
   const __half* p = mat + row0 * ld + col0;
   const bool aligned = ld % 8 == 0 && (reinterpret_cast<uintptr_t>(p) % 32) == 0;
   if (inside && aligned) {
@@ -80,7 +79,7 @@ __device__ inline void load_tile(Frag& frag, const __half* mat, int64_t rows, in
   const int lane = threadIdx.x % kWarpLanes;
   for (int i = lane; i < kTile * kTile; i += kWarpLanes) {
     const int r = i / kTile, c = i % kTile;
-    const bool ok = row0 + r < rows && c < valid_cols && col0 + c < cols;
+    const bool ok = row0 + r < rows && col0 + c < cols;
     stage[i] = ok ? mat[(row0 + r) * ld + col0 + c] : __float2half(0.0f);
   }
   __syncwarp();
