@@ -46,6 +46,7 @@ __host__ __device__ inline hip_bfloat16 __float2bfloat16_rn(float v) { return hi
 #define cudaStreamCreate hipStreamCreate
 #define cudaStreamDestroy hipStreamDestroy
 #define cudaStreamSynchronize hipStreamSynchronize
+#define cudaStreamQuery hipStreamQuery
 #define cudaEvent_t hipEvent_t
 #define cudaEventCreate hipEventCreate
 #define cudaEventDestroy hipEventDestroy

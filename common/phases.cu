@@ -53,6 +53,14 @@ void PhaseRecorder::end_iteration() {
   }
   pending_.clear();
   pool_used_ = 0;
+  const int64_t timeouts = gate_.timeouts();
+  if (timeouts > gate_timeouts_reported_) {
+    std::fprintf(stderr,
+                 "note: %lld kernel record(s) so far waited for the stream gate's time limit (a launch that "
+                 "synchronised?); their times include the launch\n",
+                 static_cast<long long>(timeouts));
+    gate_timeouts_reported_ = timeouts;
+  }
   origin_recorded_ = false;
 }
 

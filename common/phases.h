@@ -3,8 +3,10 @@
 // analysis, done by the program itself) and written as CSV for profiling/.
 //
 // Clocks: host steps, allocations, frees and synchronous copies are timed on the steady host clock
-// around the call. Kernels are timed with device events around the launch; a kernel's record starts
-// at the host time of its launch and lasts its event duration. Each record also opens an NVTX range
+// around the call. Kernels are timed with device events around the launch, the stream held until
+// the launch is queued (StreamGate, outside the verification run), so the events time the kernel and
+// not the launch; a kernel's record starts at the host time of its launch and lasts its event
+// duration. Each record also opens an NVTX range
 // (roctx on AMD), so external profilers show the same phases.
 //
 // CSV schema (--profile-csv PREFIX writes two files; strings quoted, numbers not):
@@ -72,17 +74,26 @@ class PhaseRecorder {
   template <class F> void h2d(const char* name, F&& f) { step(Category::h2d, name, f); }
   template <class F> void d2h(const char* name, F&& f) { step(Category::d2h, name, f); }
 
-  // A kernel launch, timed by device events on `stream`; `launch` must only enqueue work.
+  // A kernel launch, timed by device events on `stream`; `launch` must only enqueue work (no
+  // synchronisation). Outside iteration 0 the stream is held by a StreamGate until the launch is in
+  // its queue, so the events time the kernel and not the launch (common/timing.h). Iteration 0, the
+  // verification run, is not gated: it is the first launch of every kernel, and CUDA loads a kernel
+  // at its first launch (lazy loading), which can wait for the device, and so for the gate.
+  // [docs:kernel_record]
   template <class F>
   void kernel(const char* name, F&& launch, cudaStream_t stream = 0, int stream_id = 0) {
+    // Outside the NVTX range: the wait is not the kernel's.
+    StreamGate::Hold held = iteration_ != 0 ? gate_.hold(stream) : StreamGate::Hold();
     NvtxRange r(name);
     EventPair& ev = next_events();
     const int64_t t0 = host_now_ns();
-    ev.start(stream);
+    ev.start(stream);  // the GPU reaches this only after release() ...
     launch();
     ev.stop(stream);
+    held.release();    // ... when the kernel is already queued behind it
     pending_.push_back({add(name, Category::kernel, t0, t0, stream_id), &ev});
   }
+  // [/docs:kernel_record]
 
   // Work enqueued asynchronously on `stream` (a copy, a kernel, several of them), timed by device
   // events and placed where it ran on the device: unlike kernel(), whose record starts at the host
@@ -129,6 +140,8 @@ class PhaseRecorder {
   std::unique_ptr<EventPair> origin_;  // async(): device time zero of the iteration ...
   int64_t origin_ns_ = 0;  // ... at this host time
   bool origin_recorded_ = false;
+  StreamGate gate_;  // kernel(): holds the stream while the launch is enqueued
+  int64_t gate_timeouts_reported_ = 0;
 };
 
 // Statistics over records with iteration >= first_iteration.

@@ -1,7 +1,11 @@
 #include "common/timing.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <numeric>
 
 #include "common/device.h"
@@ -39,6 +43,117 @@ double EventPair::start_offset_ms(const EventPair& origin) {
   GPU_CHECK(cudaEventElapsedTime(&ms, origin.start_, start_));
   return ms;
 }
+
+namespace {
+
+// A clock the waiting kernel can read, and its ticks per millisecond: the global nanosecond timer on
+// NVIDIA, the clock64() counter on AMD (its rate is a device property).
+__device__ inline unsigned long long gate_clock() {
+#if defined(CONV1D_BACKEND_HIP)
+  return static_cast<unsigned long long>(clock64());
+#else
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+#endif
+}
+
+double gate_ticks_per_ms() {
+#if defined(CONV1D_BACKEND_HIP)
+  int dev = 0;
+  GPU_CHECK(cudaGetDevice(&dev));
+  cudaDeviceProp prop;
+  GPU_CHECK(cudaGetDeviceProperties(&prop, dev));
+  return static_cast<double>(prop.clockInstructionRate);  // kHz: ticks per millisecond
+#else
+  return 1e6;
+#endif
+}
+
+// flags[0]: the last ticket the host released; flags[1]: how many holds ended by the timeout (one
+// thread writes it at a time in practice; a lost count under two simultaneous timeouts is harmless).
+__global__ void stream_gate_wait(volatile unsigned* flags, unsigned ticket, unsigned long long timeout_ticks) {
+  const unsigned long long t0 = gate_clock();
+  while (static_cast<int>(flags[0] - ticket) < 0) {
+    if (gate_clock() - t0 > timeout_ticks) {
+      flags[1] = flags[1] + 1;
+      return;
+    }
+  }
+}
+
+std::atomic<bool> g_gate_off_by_tool{false};
+
+bool gate_off_by_environment() {
+  static const bool off = [] {
+    const char* v = std::getenv("CONV1D_STREAM_GATE");
+    return v && (std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0 || std::strcmp(v, "OFF") == 0);
+  }();
+  return off;
+}
+
+}  // namespace
+
+bool StreamGate::enabled() {
+#if defined(CONV1D_SYNC_CHECKS)
+  return false;  // Debug builds synchronise after every launch, which would wait for every hold's timeout
+#else
+  return !gate_off_by_environment() && !g_gate_off_by_tool.load();
+#endif
+}
+
+StreamGate::~StreamGate() {
+  release();
+  if (flags_) {
+    cudaDeviceSynchronize();  // the waiting kernel reads flags_ until it sees the release
+    cudaFreeHost(flags_);
+  }
+}
+
+StreamGate::Hold StreamGate::hold(cudaStream_t s) {
+  if (!enabled()) return Hold();
+  if (held_) throw std::logic_error("StreamGate::hold: the gate is already holding a stream");
+  if (!flags_) {
+#if defined(CONV1D_BACKEND_HIP)
+    GPU_CHECK(hipHostMalloc(reinterpret_cast<void**>(&flags_), 2 * sizeof(unsigned),
+                            hipHostMallocMapped | hipHostMallocCoherent));
+#else
+    GPU_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&flags_), 2 * sizeof(unsigned), cudaHostAllocMapped));
+#endif
+    flags_[0] = flags_[1] = 0;
+  }
+  const auto ticks = static_cast<unsigned long long>(timeout_ms_ * gate_ticks_per_ms());
+  ++ticket_;
+  stream_gate_wait<<<1, 1, 0, s>>>(flags_, ticket_, ticks);
+  GPU_CHECK(cudaGetLastError());  // not GPU_CHECK_LAUNCH: a Debug build's synchronising check would wait here
+  held_ = true;
+  // Under a tool that finishes each kernel inside its launch call the kernel has already given up
+  // waiting: no later hold could do better, so gating stops here.
+  if (cudaStreamQuery(s) == cudaSuccess) {
+    release();
+    if (!g_gate_off_by_tool.exchange(true))
+      std::fprintf(stderr,
+                   "note: kernel launches here finish before they return (a profiler or sanitizer?); kernel "
+                   "records include launch time from here on (StreamGate, common/timing.h)\n");
+    return Hold();
+  }
+  return Hold(this);
+}
+
+void StreamGate::release() {
+  if (!held_) return;
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  *static_cast<volatile unsigned*>(flags_) = ticket_;
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  held_ = false;
+}
+
+void StreamGate::Hold::release() {
+  if (gate_) gate_->release();
+  gate_ = nullptr;
+}
+
+int64_t StreamGate::timeouts() const { return flags_ ? static_cast<volatile const unsigned*>(flags_)[1] : 0; }
 
 L2Flusher::L2Flusher() {
   int dev = 0, l2 = 0;

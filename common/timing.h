@@ -34,6 +34,66 @@ class EventPair {
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
 };
 
+// Holds a stream until the host lets go of it, so that device events time kernels and not their
+// launches. An event pair measures what the GPU did between reaching the start event and reaching
+// the stop event. When the stream is idle as the start event is recorded, the GPU reaches it at
+// once and then waits for a launch the host has not finished: the pair times the launch too (tens of
+// microseconds for the first launch after a long host step, more under a tracer; docs/profiling.md
+// shows the measurements). hold() enqueues a one-thread kernel that waits until release(); what is
+// enqueued in between (start event, launch, stop event) is all in the queue before the GPU reaches
+// any of it.
+//
+//   StreamGate::Hold h = gate.hold(stream);   // nothing after this runs on `stream` ...
+//   events.start(stream); launch(); events.stop(stream);
+//   h.release();                              // ... until here (or when `h` goes out of scope)
+//
+// Whatever synchronises while a stream is held waits for the hold's timeout: launches must only
+// enqueue, and the first launch of a kernel should come before any hold (CUDA loads a kernel at its
+// first launch, and loading can wait for the device). A held stream is released after `timeout_ms`
+// at the latest, so a mistake costs time, never a hang; timeouts() counts them. Tools that run every
+// kernel to completion inside its launch call (Nsight Compute, for one) would make every hold wait
+// for the timeout: the first hold that finds its kernel already finished when the launch returns
+// turns gating off for the rest of the process, with one line on stderr. CONV1D_STREAM_GATE=0 in
+// the environment turns it off from the start. Each hold costs the host one more launch (a few
+// microseconds), which end-to-end times include.
+class StreamGate {
+ public:
+  class Hold {
+   public:
+    Hold() = default;
+    explicit Hold(StreamGate* g) : gate_(g) {}
+    Hold(Hold&& o) noexcept : gate_(o.gate_) { o.gate_ = nullptr; }
+    Hold& operator=(Hold&&) = delete;
+    ~Hold() { release(); }
+    void release();
+    bool held() const { return gate_ != nullptr; }
+
+   private:
+    StreamGate* gate_ = nullptr;
+  };
+
+  explicit StreamGate(double timeout_ms = 50.0) : timeout_ms_(timeout_ms) {}
+  ~StreamGate();
+  StreamGate(const StreamGate&) = delete;
+  StreamGate& operator=(const StreamGate&) = delete;
+
+  // Enqueues the waiting kernel on `s` (allocating the flag on first use); an empty Hold when gating
+  // is off. One hold at a time per gate.
+  Hold hold(cudaStream_t s);
+  // Holds that ended by the timeout rather than by release(), since this gate was made.
+  int64_t timeouts() const;
+  // Whether gating is on in this process (environment and tools, see above).
+  static bool enabled();
+
+ private:
+  void release();
+  unsigned* flags_ = nullptr;  // host-mapped: [0] last released ticket (host writes), [1] last timed-out ticket
+  unsigned ticket_ = 0;
+  bool held_ = false;
+  int64_t timeouts_seen_ = 0;
+  double timeout_ms_;
+};
+
 // Overwrites a buffer twice the size of the L2 cache.
 class L2Flusher {
  public:
