@@ -2,8 +2,10 @@
 //
 //   CUDA_INJECTION64_PATH=<build>/profiling/cupti_tracer/libconv1d_cupti_tracer.so ./ch01_host_img2col
 //
-// it records every kernel, memory copy, CUDA runtime call and NVTX range, and at exit writes them in
-// rocprofv3's CSV format (rocprof_csv.h). Settings, all optional:
+// it records every kernel, memory copy, memset, CUDA runtime call and NVTX range, and at exit writes
+// them in rocprofv3's CSV format (rocprof_csv.h). Memsets are written as kernels named "[CUDA memset]":
+// ROCm runs hipMemset as a fill kernel, so an AMD trace lists them among the kernels too. Settings,
+// all optional:
 //
 //   CONV1D_TRACE_DIR       output folder (default ./cupti_trace)
 //   CONV1D_TRACE_PREFIX    file-name prefix (default <hostname>/<pid>, rocprofv3's layout)
@@ -36,8 +38,12 @@
 #ifndef CONV1D_CUPTI_MEMCPY_RECORD
 #error "CONV1D_CUPTI_MEMCPY_RECORD must name the memcpy record struct (set by profiling/cupti_tracer/CMakeLists.txt)"
 #endif
+#ifndef CONV1D_CUPTI_MEMSET_RECORD
+#error "CONV1D_CUPTI_MEMSET_RECORD must name the memset record struct (set by profiling/cupti_tracer/CMakeLists.txt)"
+#endif
 using KernelActivity = CONV1D_CUPTI_KERNEL_RECORD;
 using MemcpyActivity = CONV1D_CUPTI_MEMCPY_RECORD;
+using MemsetActivity = CONV1D_CUPTI_MEMSET_RECORD;
 
 namespace {
 
@@ -107,7 +113,7 @@ CopyDirection direction(uint8_t kind) {
   }
 }
 
-// What kernel and memcpy records have in common.
+// What kernel, memcpy and memset records have in common.
 template <class Record, class Activity>
 void take_common(Record& r, const Activity* a) {
   r.start = a->start;
@@ -132,6 +138,15 @@ void take(State& s, const CUpti_Activity* rec) {
       r.shared_bytes = k->staticSharedMemory + k->dynamicSharedMemory;
       r.local_bytes = k->localMemoryPerThread;
       r.registers = k->registersPerThread;
+      s.trace.kernels.push_back(std::move(r));
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMSET: {
+      const auto* m = reinterpret_cast<const MemsetActivity*>(rec);
+      KernelRecord r;
+      take_common(r, m);
+      r.name = conv1d_tracer::kMemsetName;
+      r.context = m->contextId;
       s.trace.kernels.push_back(std::move(r));
       break;
     }
@@ -215,7 +230,7 @@ void write_at_exit() {
     std::fprintf(stderr, "cupti tracer: %s\n", err.c_str());
     return;
   }
-  std::fprintf(stderr, "cupti tracer: %zu kernels, %zu copies, %zu runtime calls, %zu NVTX ranges -> %s/%s_*.csv\n",
+  std::fprintf(stderr, "cupti tracer: %zu kernels and memsets, %zu copies, %zu runtime calls, %zu NVTX ranges -> %s/%s_*.csv\n",
                s.trace.kernels.size(), s.trace.copies.size(), s.trace.api.size(), s.trace.ranges.size(), d.c_str(),
                p.c_str());
   if (s.dropped) std::fprintf(stderr, "cupti tracer: WARNING: CUPTI dropped %zu records\n", s.dropped);
@@ -246,6 +261,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
       return;
     bool ok = check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "enabling kernel records");
     ok &= check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY), "enabling memcpy records");
+    ok &= check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET), "enabling memset records");
     ok &= check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME), "enabling runtime API records");
     check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER), "enabling NVTX records");  // optional
     std::atexit(write_at_exit);

@@ -3,7 +3,7 @@
 // also built into a small test helper that runs without a GPU.
 //
 // Files, for a prefix P in folder D (P may contain '/', like rocprofv3's default host/pid layout):
-//   D/P_kernel_trace.csv       one row per kernel          D/P_kernel_stats.csv
+//   D/P_kernel_trace.csv       one row per kernel/memset   D/P_kernel_stats.csv
 //   D/P_memory_copy_trace.csv  one row per memory copy     D/P_memory_copy_stats.csv
 //   D/P_cuda_api_trace.csv     one row per runtime call    D/P_cuda_api_stats.csv   (hip_api in rocprofv3)
 //   D/P_marker_api_trace.csv   one row per NVTX range      D/P_marker_api_stats.csv
@@ -18,6 +18,9 @@
 #include <vector>
 
 namespace conv1d_tracer {
+
+// A memset is kept as a kernel of this name (ROCm's memsets are fill kernels).
+inline constexpr const char* kMemsetName = "[CUDA memset]";
 
 struct KernelRecord {
   std::string name;  // demangled
