@@ -209,7 +209,39 @@ def _builtin_profile(p, own, info):
     p.kernels = {k: v / p.runs / 1e6 for k, v in kernels.items()}
 
 
+# Kernels of the chapters' measuring frame rather than of the chapters: common/timing.h's StreamGate
+# holds a stream with a one-thread kernel while a launch is enqueued, and does no work.
+HARNESS_KERNELS = ("stream_gate_wait",)
+
+
+def _chapter_work(ext):
+    """A profiler's records without the measuring frame's own GPU work: the StreamGate kernels, and,
+    when the trace has the chapters' NVTX/roctx phase ranges and runtime calls, kernels, memsets and
+    copies enqueued by a runtime call outside every range (the L2 flush before each timed run)."""
+    ext = [r for r in ext if not (r.category == "kernel" and short_kernel_name(r.name) in HARNESS_KERNELS)]
+    ranges = sorted((r.start_ns, r.end_ns) for r in ext if r.category == "marker" and r.kind == "trace")
+    api = [r for r in ext if _family(r.category) == "api" and r.kind == "trace" and r.metrics.get("correlation")]
+    if not ranges or not api:
+        return ext
+    merged = []
+    for a, b in ranges:
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    starts = [m[0] for m in merged]
+
+    def in_a_phase(t):
+        k = bisect.bisect_right(starts, t) - 1
+        return k >= 0 and t <= merged[k][1]
+
+    outside = {a.metrics["correlation"] for a in api if not in_a_phase(a.start_ns)}
+    return [r for r in ext if not (_family(r.category) in ("kernel", "copy") and r.kind == "trace"
+                                   and r.metrics.get("correlation") in outside)]
+
+
 def _external_profile(p, ext, own, info):
+    ext = _chapter_work(ext)
     trace = [r for r in ext if r.kind == "trace"]
     own_trace = [r for r in own if r.kind == "trace"]
     windows = timed_windows(own_trace) if own_trace else {}
@@ -430,8 +462,12 @@ def _enqueued_spans(own_kernels, windows, ext):
     if not markers or not api or not work:
         return None
     api_starts = [a.start_ns for a in api]
-    kernels = sorted((r for r in ext if r.category == "kernel" and r.kind == "trace"), key=lambda r: r.start_ns)
-    kernel_starts = [k.start_ns for k in kernels]
+    runtime_ids = {a.metrics.get("correlation") for a in api}
+    # Kernels launched through the driver API (libraries such as cuBLAS do) carry no runtime call's
+    # correlation id: they are found by when they start instead.
+    driver_kernels = sorted((r for r in ext if r.category == "kernel" and r.kind == "trace"
+                             and r.metrics.get("correlation") not in runtime_ids), key=lambda r: r.start_ns)
+    driver_starts = [k.start_ns for k in driver_kernels]
     ranges_in = _in_windows(markers, windows)
     total = 0.0
     for it, (w0, w1) in windows.items():
@@ -447,22 +483,26 @@ def _enqueued_spans(own_kernels, windows, ext):
         for k, m in enumerate(matched):
             lo, hi = bisect.bisect_left(api_starts, m.start_ns), bisect.bisect_right(api_starts, m.end_ns)
             acts = [w for a in api[lo:hi] for w in work.get(a.metrics.get("correlation"), [])]
-            if not acts:
-                # Launched through the driver API (libraries such as cuBLAS do), so no runtime call
-                # carries the correlation: the kernels that start before the next record's range.
-                until = matched[k + 1].start_ns if k + 1 < len(matched) else w1
-                acts = kernels[bisect.bisect_left(kernel_starts, m.start_ns):bisect.bisect_left(kernel_starts, until)]
+            # Plus the driver-launched kernels that start between this record's range and the next's
+            # (a cuBLAS call may enqueue a memset through the runtime and its GEMM through the driver).
+            until = matched[k + 1].start_ns if k + 1 < len(matched) else w1
+            acts += driver_kernels[bisect.bisect_left(driver_starts, m.start_ns):bisect.bisect_left(driver_starts, until)]
             if not acts:
                 return None
             total += max(a.end_ns for a in acts) - min(a.start_ns for a in acts)
     return total
 
 
+Agreement = collections.namedtuple("Agreement", "chapter variant runs events_ms measured_ms how records")
+
+
 def kernel_agreement(ds, source):
     """Per chapter and variant: the chapter's own kernel time (device events) against `source`'s in
-    the same timed runs, in ms per run: [(chapter, variant, runs, events, source, how)]. `how` says
-    what the source's figure is: the span of the work each kernel record enqueued (through the NVTX
-    ranges and correlation ids), or, without ranges, the sum of its kernels in the timed runs."""
+    the same timed runs, in ms per run: [Agreement(chapter, variant, runs, events_ms, measured_ms, how,
+    records)]. `how` says what the source's figure is: the span of the work each kernel record
+    enqueued (through the NVTX ranges and correlation ids), or, without ranges, the sum of its kernels
+    in the timed runs. `records`: the chapter's kernel records per run (each event pair costs a little
+    device time of its own, so a difference is best read per record)."""
     out = []
     own = [r for r in ds.rows if r.source == "builtin" and r.kind == "trace"]
     ext_all = [r for r in ds.rows if r.source == source and r.kind == "trace"]
@@ -475,9 +515,10 @@ def kernel_agreement(ds, source):
         measured = _enqueued_spans(own_kernels, windows, ext)
         how = "work enqueued by each kernel record"
         if measured is None:
-            inside = _in_windows([r for r in ext if r.category == "kernel"], windows)
+            inside = _in_windows([r for r in _chapter_work(ext) if r.category == "kernel"], windows)
             measured = sum(r.total_ns for rs in inside.values() for r in rs)
             how = "kernels in the timed runs"
         n = max(len(windows), 1)
-        out.append((key[1], key[2], len(windows), events / n / 1e6, measured / n / 1e6, how))
+        out.append(Agreement(key[1], key[2], len(windows), events / n / 1e6, measured / n / 1e6, how,
+                             len(own_kernels) / n))
     return out

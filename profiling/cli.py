@@ -66,11 +66,13 @@ def cmd_compare(args):
     results = analysis.kernel_agreement(ds, args.source)
     if not results:
         raise FormatError(f"{', '.join(args.paths)}: no chapter traces (run the chapters with --profile-csv)")
-    lines = ["chapter\tvariant\ttimed_runs\tevents_ms\t" + args.source + "_ms\tdifference_pct\tagree\tmeasured"]
+    lines = ["chapter\tvariant\ttimed_runs\tevents_ms\t" + args.source + "_ms\tdifference_pct\t"
+             "kernel_records\tdifference_us_per_record\tagree\tmeasured"]
     bad = 0
     excluded = 0
-    for chapter, variant, runs, events, measured, how in results:
+    for chapter, variant, runs, events, measured, how, records in results:
         diff = 100.0 * (measured - events) / events if events else float("inf")
+        per_record = 1000.0 * (measured - events) / records if records else 0.0
         ok = measured > 0 and abs(diff) <= 100.0 * args.tolerance
         if f"{chapter}/{variant}" in (args.exclude or []):
             verdict = "excluded"  # listed, not judged (see --exclude)
@@ -79,7 +81,7 @@ def cmd_compare(args):
             verdict = "yes" if ok else "NO"
             bad += not ok
         lines.append(f"{chapter}\t{variant}\t{runs}\t{events:.4f}\t{measured:.4f}\t{diff:+.1f}\t"
-                     f"{verdict}\t{how}")
+                     f"{records:g}\t{per_record:+.2f}\t{verdict}\t{how}")
     text = "\n".join(lines) + "\n"
     print(text, end="")
     if args.tsv:

@@ -82,6 +82,36 @@ def test_category_bars_cupti(cupti):
                                           "d2h": 0.0012, "free": 0.0004})
 
 
+def test_the_measuring_frames_own_work_is_left_out(fixtures, tmp_path):
+    """The chapters' frame puts GPU work of its own into the timed runs: the L2 flush (a memset
+    enqueued outside every phase range) and the StreamGate kernels that hold a stream while a launch
+    is enqueued. Neither is the chapter's: the CUPTI categories and top kernels stay as they were."""
+    import shutil
+    run = tmp_path / "run"
+    shutil.copytree(fixtures / "cupti_run", run)
+    d = run / "ch01_host_img2col"
+    with open(d / "ch01_host_img2col_cuda_api_trace.csv", "a") as f:
+        f.write('"CUDA_RUNTIME_API","cudaMemsetAsync",4242,4242,900,5000099000,5000099100\n')
+        f.write('"CUDA_RUNTIME_API","cudaLaunchKernel",4242,4242,901,5000005900,5000005950\n')
+    with open(d / "ch01_host_img2col_kernel_trace.csv", "a") as f:
+        f.write('"KERNEL_DISPATCH","CUDA 0",1,7,4242,9,2,"[CUDA memset]",900,5000099500,5000099900'
+                ',0,0,0,0,0,0,0,0,0,0,0\n')
+        f.write('"KERNEL_DISPATCH","CUDA 0",1,7,4242,10,3,"conv1d::(anonymous namespace)::stream_gate_wait('
+                'unsigned int volatile*, unsigned int, unsigned long long)",901,5000005960,5000006090'
+                ',0,0,0,0,0,1,1,1,1,1,1\n')
+    (p,) = analysis.chapter_profiles(view_of(run))
+    assert p.categories["kernel"] == pytest.approx(0.0038)
+    assert analysis.top_kernels([p]) == [("01 host_img2col", "naive_gemm", pytest.approx(0.0038))]
+    # The filter itself drops the work of runtime calls made outside every phase range: the two added
+    # here, and the fixture's copy-ceiling copy (1) and warm-up kernels (26, 27), which it launched
+    # outside the ranges too. Everything else is kept.
+    rows = [r for r in load.load([str(run)]).rows if r.source == "cupti"]
+    kept = analysis._chapter_work(rows)
+    dropped = [r for r in rows if not any(r is k for k in kept)]
+    assert sorted(r.metrics["correlation"] for r in dropped) == ["1", "26", "27", "900", "901"]
+    assert {r.category for r in dropped} == {"kernel", "d2d"}
+
+
 def test_external_statistics_are_per_pipeline_run(fixtures):
     """rocprofv3 statistics with no common clock: whole-process totals, no host time."""
     v = view_of(fixtures / "rocprofv3_6.4")
@@ -163,20 +193,21 @@ def test_kernel_agreement(fixtures, tmp_path):
     ds = load.load([str(fixtures / "cupti_run")])
     (row,) = analysis.kernel_agreement(ds, "cupti")
     assert row == ("ch01_host_img2col", "", 2, pytest.approx(0.004), pytest.approx(0.0038),
-                   "work enqueued by each kernel record")
+                   "work enqueued by each kernel record", 2)
     # Without NVTX ranges: the kernels that start inside the timed runs (the warm-up's do not count).
     import shutil
     shutil.copytree(fixtures / "cupti_run", tmp_path / "run")
     (tmp_path / "run" / "ch01_host_img2col" / "ch01_host_img2col_marker_api_trace.csv").unlink()
     (row,) = analysis.kernel_agreement(load.load([str(tmp_path / "run")]), "cupti")
-    assert row[3:] == (pytest.approx(0.004), pytest.approx(0.0038), "kernels in the timed runs")
+    assert row[3:] == (pytest.approx(0.004), pytest.approx(0.0038), "kernels in the timed runs", 2)
 
 
 def test_kernel_agreement_for_a_graph_record(tmp_path):
     """A record that times a whole graph (a copy and two kernels on two streams) is compared with the
     span of the work its cudaGraphLaunch enqueued: from the copy's start to the last kernel's end. A
     kernel launched through the driver API (as cuBLAS does: no runtime call to correlate) is found by
-    its start inside the record's range."""
+    its start inside the record's range, also when a runtime call in that range enqueued other work
+    (cuBLAS's memset before its GEMM): the span runs from the memset's start to the GEMM's end."""
     d = tmp_path / "ch07_stream_pipeline"
     d.mkdir()
     t = 7_000_000
@@ -193,6 +224,9 @@ def test_kernel_agreement_for_a_graph_record(tmp_path):
         own.append(f'"kernel","cublas gemm",{it},0,{s + 20000},{s + 25000}')
         marks.append(f'"NVTX","cublas gemm",1,1,0,{s + 19990},{s + 20050}')
         kern.append(f'"KERNEL_DISPATCH","CUDA 0",1,3,0,{it},3,"sgemm",{900 + it},{s + 20100},{s + 24600}')
+        # ... after a memset it enqueued through the runtime (written as a kernel, like ROCm's fills)
+        api.append(f'"CUDA_RUNTIME_API","cudaMemsetAsync",1,1,{700 + it},{s + 20010},{s + 20020}')
+        kern.append(f'"KERNEL_DISPATCH","CUDA 0",1,3,0,{it},4,"[CUDA memset]",{700 + it},{s + 20050},{s + 20080}')
     (d / "ch07_stream_pipeline_trace.csv").write_text("\n".join(own) + "\n")
     head = '"Domain","Function","Process_Id","Thread_Id","Correlation_Id","Start_Timestamp","End_Timestamp"\n'
     (d / "p_marker_api_trace.csv").write_text(head + "\n".join(marks) + "\n")
@@ -204,8 +238,9 @@ def test_kernel_agreement_for_a_graph_record(tmp_path):
         '"Kind","Agent_Id","Queue_Id","Stream_Id","Thread_Id","Dispatch_Id","Kernel_Id","Kernel_Name",'
         '"Correlation_Id","Start_Timestamp","End_Timestamp"\n' + "\n".join(kern) + "\n")
     (row,) = analysis.kernel_agreement(load.load([str(tmp_path)]), "cupti")
-    assert row == ("ch07_stream_pipeline", "", 2, pytest.approx(0.015), pytest.approx(0.014),
-                   "work enqueued by each kernel record")
+    # per run: the graph's 9.5 us (copy start to k2's end) + 4.55 us (memset start to sgemm's end)
+    assert row == ("ch07_stream_pipeline", "", 2, pytest.approx(0.015), pytest.approx(0.01405),
+                   "work enqueued by each kernel record", 2)
 
 
 def test_all_charts_written(builtin, tmp_path):
