@@ -68,8 +68,11 @@ wants chapters && for exe in $chapters; do
   name=$(basename "$exe")
   dtypes=$("$exe" --help | sed -n 's/.*storage type: \([a-z0-9, ]*\) (default.*/\1/p' | tr -d ',')
   step "$name default"
+  # A kernel record that waited for the stream gate's time limit (common/timing.h) times its launch
+  # too: the run is then not what the docs say it measures.
   if "$exe" --profile-csv "$out/results/${name}_default" --summary "$out/results/tour_summary.tsv" \
-       > "$out/results/${name}_default.log" 2>&1; then
+       > "$out/results/${name}_default.log" 2>&1 &&
+     ! grep -q "stream gate's time limit" "$out/results/${name}_default.log"; then
     row "$name" "default shape" pass "$(awk -F'\t' -v n="$name" 'n ~ "^ch"$1"_" {printf "%s: e2e %.3f ms, kernels %.3f ms; ", $3, $4, $5}' "$out/results/tour_summary.tsv")"
   else
     row "$name" "default shape" FAIL "see results/${name}_default.log"
