@@ -87,10 +87,9 @@ class StreamGate {
 
  private:
   void release();
-  unsigned* flags_ = nullptr;  // host-mapped: [0] last released ticket (host writes), [1] last timed-out ticket
+  unsigned* flags_ = nullptr;  // host-mapped: [0] last released ticket (the host writes it), [1] timeouts (the device)
   unsigned ticket_ = 0;
   bool held_ = false;
-  int64_t timeouts_seen_ = 0;
   double timeout_ms_;
 };
 

@@ -111,7 +111,10 @@ def short_kernel_name(name):
     """The function name inside a demangled kernel signature, for labels and for matching a
     profiler's kernel against the chapter's own phase name:
     'void conv1d::ch01::naive_gemm<float>(float const*, ...)' -> 'naive_gemm'."""
-    s = name.strip().replace("(anonymous namespace)", "{anonymous}")  # a scope, not a parameter list
+    s = name.strip()
+    if s.startswith("[") and s.endswith("]"):  # a profiler's own label, such as "[CUDA memset]"
+        return s
+    s = s.replace("(anonymous namespace)", "{anonymous}")  # a scope, not a parameter list
     depth, cut = 0, len(s)
     for i, c in enumerate(s):  # drop the parameter list: the first '(' outside template brackets
         if c == "<":

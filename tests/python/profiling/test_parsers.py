@@ -38,6 +38,7 @@ def test_naming_rules():
     assert short_kernel_name("conv1d::(anonymous namespace)::stream_gate_wait(unsigned int volatile*, "
                              "unsigned int, unsigned long long)") == "stream_gate_wait"
     assert short_kernel_name("void conv1d::(anonymous namespace)::k<int, (anonymous namespace)::T>(int)") == "k"
+    assert short_kernel_name("[CUDA memset]") == "[CUDA memset]"  # our tracer's memsets, nsys's label
     assert short_kernel_name("void wmma_gemm<__half, (int)16>(__half const*)") == "wmma_gemm"
     assert short_kernel_name("__amd_rocclr_fillBufferAligned.kd") == "__amd_rocclr_fillBufferAligned.kd"
     assert short_kernel_name("naive_gemm") == "naive_gemm"
