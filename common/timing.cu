@@ -122,10 +122,10 @@ StreamGate::Hold StreamGate::hold(cudaStream_t s) {
     GPU_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&flags_), 2 * sizeof(unsigned), cudaHostAllocMapped));
 #endif
     flags_[0] = flags_[1] = 0;
+    timeout_ticks_ = static_cast<unsigned long long>(timeout_ms_ * gate_ticks_per_ms());
   }
-  const auto ticks = static_cast<unsigned long long>(timeout_ms_ * gate_ticks_per_ms());
   ++ticket_;
-  stream_gate_wait<<<1, 1, 0, s>>>(flags_, ticket_, ticks);
+  stream_gate_wait<<<1, 1, 0, s>>>(flags_, ticket_, timeout_ticks_);
   GPU_CHECK(cudaGetLastError());  // not GPU_CHECK_LAUNCH: a Debug build's synchronising check would wait here
   held_ = true;
   // Under a tool that finishes each kernel inside its launch call the kernel has already given up

@@ -37,9 +37,8 @@ class EventPair {
 // Holds a stream until the host lets go of it, so that device events time kernels and not their
 // launches. An event pair measures what the GPU did between reaching the start event and reaching
 // the stop event. When the stream is idle as the start event is recorded, the GPU reaches it at
-// once and then waits for a launch the host has not finished: the pair times the launch too (tens of
-// microseconds for the first launch after a long host step, more under a tracer; docs/profiling.md
-// shows the measurements). hold() enqueues a one-thread kernel that waits until release(); what is
+// once and then waits for a launch the host has not finished: the pair times the launch too
+// (docs/profiling.md shows how much, gate on and off). hold() enqueues a one-thread kernel that waits until release(); what is
 // enqueued in between (start event, launch, stop event) is all in the queue before the GPU reaches
 // any of it.
 //
@@ -91,6 +90,7 @@ class StreamGate {
   unsigned ticket_ = 0;
   bool held_ = false;
   double timeout_ms_;
+  unsigned long long timeout_ticks_ = 0;  // timeout_ms_ on the waiting kernel's clock, set with flags_
 };
 
 // Overwrites a buffer twice the size of the L2 cache.
