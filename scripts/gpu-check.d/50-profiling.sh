@@ -12,7 +12,7 @@ prof_shape=(--batch 4 --dim 256 --seqlen 2048 --iters 5 --warmup 1)
 # The tracer is judged at a larger shape: every event pair costs the GPU a few microseconds of its
 # own around the kernel it brackets (the table's difference_us_per_record column measures it), which
 # is noise next to long kernels and not next to short ones. L=16384 makes chapter 07's per-chunk
-# kernels a few hundred microseconds long.
+# kernels four times longer than at L=4096.
 cupti_shape=(--batch 8 --dim 1024 --seqlen 16384 --iters 3 --warmup 1)
 prof_py=$build/venv/bin/python  # made by cmake/PythonEnv.cmake when the system Python lacks numpy/matplotlib
 [[ -x $prof_py ]] || prof_py=python3
