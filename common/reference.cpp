@@ -1,4 +1,6 @@
-// The fp64 CPU reference: plain loops over (b, d, t), written to be read, not to be fast.
+// The fp64 CPU reference: plain loops over (b, d, t), written to be read first. Two concessions to
+// speed, because the chapters check runs of 2^31 elements against it: groups of channels run in
+// parallel on every core, and each group walks time in the outer loop (see kGroup below).
 //
 // Everything is organised around one (batch, channel) row at a time, because the convolution is
 // depthwise: channel d of the output only ever sees channel d of the input. `RowView` hides the
@@ -10,10 +12,13 @@
 // The forward and the backward are then direct transcriptions of the formulas in reference.h.
 #include "common/reference.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "common/parallel.h"
 
 namespace conv1d {
 
@@ -55,6 +60,8 @@ class RowView {
                                : nullptr),
         seq_(p.seq_idx ? p.seq_idx + b * p.shape.seqlen : nullptr) {}
 
+  int64_t batch() const { return b_; }
+  int64_t channel() const { return d_; }
   double weight(int k) const { return w_[k]; }
   double bias() const { return p_.bias ? p_.bias[d_] : 0.0; }
 
@@ -97,6 +104,27 @@ class RowView {
   const int32_t* seq_;
 };
 
+// Rows are handled in groups of kGroup neighbouring channels of one batch, time outermost. In
+// channel-last memory those channels are neighbours, so a time step touches 4 or 5 cache lines
+// instead of kGroup (measured on 2 cores: 8 channels made the channel-last reference 1.6 times
+// slower than 32; channel-first memory, kGroup sequential streams, did not care). Groups run in
+// parallel. What a group writes is its own, and every sum is added in the order the serial loops
+// would add it, so the threads change nothing but the time.
+constexpr int64_t kGroup = 32;
+
+// The rows (b, d0 .. d0+n-1) of one group.
+struct Group {
+  int64_t d0;
+  int n;
+  std::vector<RowView> rows;
+  Group(const RefProblem& p, int64_t b, int64_t d0) : d0(d0), n(static_cast<int>(std::min(kGroup, p.shape.dim - d0))) {
+    rows.reserve(n);
+    for (int j = 0; j < n; ++j) rows.emplace_back(p, b, d0 + j);
+  }
+};
+
+int64_t groups_per_batch(const ConvShape& s) { return (s.dim + kGroup - 1) / kGroup; }
+
 }  // namespace
 
 double silu(double z) { return z * sigmoid(z); }
@@ -111,11 +139,12 @@ void reference_forward(const RefProblem& p, double* out, double* final_states) {
   require(out != nullptr, "out must not be null");
   const ConvShape& s = p.shape;
   const int W = s.width;
+  const int64_t groups = groups_per_batch(s);
 
-  for (int64_t b = 0; b < s.batch; ++b) {
-    for (int64_t d = 0; d < s.dim; ++d) {
-      const RowView row(p, b, d);
-      for (int64_t t = 0; t < s.seqlen; ++t) {
+  parallel_for(s.batch * groups, [&](int64_t item) {
+    const Group g(p, item / groups, (item % groups) * kGroup);
+    for (int64_t t = 0; t < s.seqlen; ++t) {
+      for (const RowView& row : g.rows) {
         if (row.is_padding(t)) {
           out[row.at(t)] = 0.0;
           continue;
@@ -123,13 +152,19 @@ void reference_forward(const RefProblem& p, double* out, double* final_states) {
         const double z = row.z(t);
         out[row.at(t)] = p.silu ? silu(z) : z;
       }
-      if (final_states) {
-        // The last W-1 inputs, unmasked: what the next chunk of a stream needs as initial states.
-        double* fs = final_states + (b * s.dim + d) * (W - 1);
+    }
+    if (final_states) {
+      // The last W-1 inputs, unmasked: what the next chunk of a stream needs as initial states.
+      for (const RowView& row : g.rows) {
+        double* fs = final_states + (row.batch() * s.dim + row.channel()) * (W - 1);
         for (int j = 0; j < W - 1; ++j) fs[j] = row.xin(s.seqlen - (W - 1) + j);
       }
     }
-  }
+  }, "fp64 reference (forward)");
+}
+
+int64_t reference_backward_scratch_bytes(const ConvShape& s) {
+  return int64_t(host_threads()) * std::min(kGroup, s.dim) * s.seqlen * int64_t(sizeof(double));
 }
 
 void reference_backward(const RefProblem& p, const double* dout, const RefGrads& g) {
@@ -138,71 +173,106 @@ void reference_backward(const RefProblem& p, const double* dout, const RefGrads&
   const ConvShape& s = p.shape;
   const int W = s.width;
   const int64_t L = s.seqlen;
+  const bool sums = g.dweight || g.dbias || g.dweight_sq || g.dbias_sq;
 
-  // dweight and dbias are sums over the batch: clear them first (outputs are overwritten, never
-  // accumulated into across calls).
-  if (g.dweight)
-    for (int64_t i = 0; i < s.dim * W; ++i) g.dweight[i] = 0.0;
-  if (g.dbias)
-    for (int64_t i = 0; i < s.dim; ++i) g.dbias[i] = 0.0;
+  // One item is one group of channels over the whole batch, so that the sums over the batch are
+  // added in batch order by the one thread that owns those channels.
+  parallel_for(groups_per_batch(s), [&](int64_t item) {
+    const int64_t d0 = item * kGroup;
+    const int n = static_cast<int>(std::min(kGroup, s.dim - d0));
+    std::vector<double> dz(static_cast<size_t>(L * n));  // [t][j]
+    // Per channel and tap: the batch's total, and one row's sum over time (then added to the total).
+    std::vector<double> dw(n * W, 0.0), dw_sq(n * W, 0.0), db(n, 0.0), db_sq(n, 0.0);
+    std::vector<double> row_dw(n * W), row_dw_sq(n * W), row_db(n), row_db_sq(n);
 
-  std::vector<double> dz(static_cast<size_t>(L));
-  for (int64_t b = 0; b < s.batch; ++b) {
-    for (int64_t d = 0; d < s.dim; ++d) {
-      const RowView row(p, b, d);
+    for (int64_t b = 0; b < s.batch; ++b) {
+      const Group grp(p, b, d0);
 
       // dz = d(sum out*dout)/dz: dout through the activation; nothing flows out of padding.
-      for (int64_t t = 0; t < L; ++t) {
-        if (row.is_padding(t)) {
-          dz[t] = 0.0;
-          continue;
+      for (int64_t t = 0; t < L; ++t)
+        for (int j = 0; j < n; ++j) {
+          const RowView& row = grp.rows[j];
+          double& v = dz[t * n + j];
+          if (row.is_padding(t)) {
+            v = 0.0;
+            continue;
+          }
+          const double go = dout[row.at(t)];
+          v = p.silu ? go * silu_grad(row.z(t)) : go;
         }
-        const double go = dout[row.at(t)];
-        dz[t] = p.silu ? go * silu_grad(row.z(t)) : go;
-      }
 
       // dx[s]: input s feeds output t = s + (W-1) - k through tap k (t >= s always; drop t >= L).
       if (g.dx) {
-        for (int64_t si = 0; si < L; ++si) {
-          double acc = 0.0;
-          for (int k = 0; k < W; ++k) {
-            const int64_t t = si + (W - 1) - k;
-            if (t < L && row.contributes(si, t)) acc += row.weight(k) * dz[t];
+        for (int64_t si = 0; si < L; ++si)
+          for (int j = 0; j < n; ++j) {
+            const RowView& row = grp.rows[j];
+            double acc = 0.0;
+            for (int k = 0; k < W; ++k) {
+              const int64_t t = si + (W - 1) - k;
+              if (t < L && row.contributes(si, t)) acc += row.weight(k) * dz[t * n + j];
+            }
+            g.dx[row.at(si)] = acc;
           }
-          g.dx[row.at(si)] = acc;
-        }
       }
 
       // dinitial_states[j] is position s = j - (W-1) < 0, feeding outputs t = j - k >= 0.
       if (g.dinitial_states) {
-        double* di = g.dinitial_states + (b * s.dim + d) * (W - 1);
-        for (int j = 0; j < W - 1; ++j) {
-          const int64_t si = j - (W - 1);
-          double acc = 0.0;
-          for (int k = 0; k < W; ++k) {
-            const int64_t t = si + (W - 1) - k;
-            if (t >= 0 && t < L && row.contributes(si, t)) acc += row.weight(k) * dz[t];
+        for (int j = 0; j < n; ++j) {
+          const RowView& row = grp.rows[j];
+          double* di = g.dinitial_states + (b * s.dim + d0 + j) * (W - 1);
+          for (int i = 0; i < W - 1; ++i) {
+            const int64_t si = i - (W - 1);
+            double acc = 0.0;
+            for (int k = 0; k < W; ++k) {
+              const int64_t t = si + (W - 1) - k;
+              if (t >= 0 && t < L && row.contributes(si, t)) acc += row.weight(k) * dz[t * n + j];
+            }
+            di[i] = acc;
           }
-          di[j] = acc;
         }
       }
 
-      if (g.dweight) {
-        double* dw = g.dweight + d * W;
-        for (int k = 0; k < W; ++k) {
-          double acc = 0.0;
-          for (int64_t t = 0; t < L; ++t) acc += dz[t] * row.tap(t - (W - 1) + k, t);
-          dw[k] += acc;
+      // dweight[k] = sum_t dz[t] * tap(t-(W-1)+k, t) and dbias = sum_t dz[t]: each row's sum runs
+      // over t in ascending order, then the row's sum is added to the batch's total.
+      if (sums) {
+        std::fill(row_dw.begin(), row_dw.end(), 0.0);
+        std::fill(row_dw_sq.begin(), row_dw_sq.end(), 0.0);
+        std::fill(row_db.begin(), row_db.end(), 0.0);
+        std::fill(row_db_sq.begin(), row_db_sq.end(), 0.0);
+        for (int64_t t = 0; t < L; ++t)
+          for (int j = 0; j < n; ++j) {
+            const RowView& row = grp.rows[j];
+            const double v = dz[t * n + j];
+            for (int k = 0; k < W; ++k) {
+              const double term = v * row.tap(t - (W - 1) + k, t);
+              row_dw[j * W + k] += term;
+              row_dw_sq[j * W + k] += term * term;
+            }
+            row_db[j] += v;
+            row_db_sq[j] += v * v;
+          }
+        for (int i = 0; i < n * W; ++i) {
+          dw[i] += row_dw[i];
+          dw_sq[i] += row_dw_sq[i];
         }
-      }
-
-      if (g.dbias) {
-        double acc = 0.0;
-        for (int64_t t = 0; t < L; ++t) acc += dz[t];
-        g.dbias[d] += acc;
+        for (int j = 0; j < n; ++j) {
+          db[j] += row_db[j];
+          db_sq[j] += row_db_sq[j];
+        }
       }
     }
-  }
+
+    // Outputs are overwritten, never accumulated into across calls.
+    for (int j = 0; j < n; ++j) {
+      const int64_t d = d0 + j;
+      for (int k = 0; k < W; ++k) {
+        if (g.dweight) g.dweight[d * W + k] = dw[j * W + k];
+        if (g.dweight_sq) g.dweight_sq[d * W + k] = dw_sq[j * W + k];
+      }
+      if (g.dbias) g.dbias[d] = db[j];
+      if (g.dbias_sq) g.dbias_sq[d] = db_sq[j];
+    }
+  }, "fp64 reference (backward)");
 }
 
 }  // namespace conv1d

@@ -12,6 +12,11 @@
 // are double; x, out, dout and dx follow `layout`; weight is [D,W], bias [D], initial/final states
 // [B,D,W-1] (flat index (b*D+d)*(W-1)+j), seq_idx [B,L] (flat index b*L+t).
 //
+// Both functions use every core of the host (common/parallel.h) and give the same bits for any
+// number of threads: each output is computed by one thread, and the sums over the batch and over
+// time (dweight, dbias) are added in a fixed order (time ascending within a row, then the rows'
+// sums in batch order). A run longer than about two seconds prints its progress to stderr.
+//
 // Any width W >= 1 is accepted here (the chapters use 2..4). batch, dim, seqlen >= 1 and non-null
 // x, weight, out (dout in the backward) are required; violations, and seq_idx together with
 // initial_states, throw std::invalid_argument.
@@ -44,13 +49,23 @@ void reference_forward(const RefProblem& p, double* out, double* final_states = 
 // dinitial_states is the gradient with respect to the W-1 values before t = 0; it is computed even
 // when p.initial_states is null (then it is the gradient with respect to the implicit zeros), and it
 // is all zeros when seq_idx is given (nothing before t = 0 contributes then).
+//
+// dweight_sq and dbias_sq (optional, [D,W] and [D]) receive the sum of the squares of the terms of
+// each of those sums: the size a sum of that many terms of that size has is its square root, which
+// is what a tolerance for a sum computed in fp32 is scaled by (chapter 06).
 struct RefGrads {
   double* dx = nullptr;               // like x
   double* dweight = nullptr;          // [D,W]
   double* dbias = nullptr;            // [D]
   double* dinitial_states = nullptr;  // [B,D,W-1]
+  double* dweight_sq = nullptr;       // [D,W]
+  double* dbias_sq = nullptr;         // [D]
 };
 void reference_backward(const RefProblem& p, const double* dout, const RefGrads& g);
+
+// Host memory reference_backward needs besides its inputs and outputs (per thread: dz for one group
+// of channels over the whole sequence), for the chapters' memory check.
+int64_t reference_backward_scratch_bytes(const ConvShape& s);
 
 // silu and its derivative, shared with the tests.
 double silu(double z);

@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "common/parallel.h"
+
 namespace conv1d {
 
 const char* layout_name(Layout l) {
@@ -61,7 +63,9 @@ void HostArray::set(size_t i, double v) {
 
 std::vector<double> HostArray::to_double() const {
   std::vector<double> r(count_);
-  for (size_t i = 0; i < count_; ++i) r[i] = get(i);
+  parallel_for_blocks(static_cast<int64_t>(count_), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) r[i] = get(i);
+  });
   return r;
 }
 
@@ -72,18 +76,29 @@ void HostArray::fill_nan() {
 }
 
 void fill_uniform(HostArray& a, uint64_t seed, double lo, double hi) {
-  Rng rng(seed);
-  for (size_t i = 0; i < a.size(); ++i) a.set(i, rng.uniform(lo, hi));
+  // Element i takes the generator's value number i (skip() jumps there), so the blocks can be
+  // filled in any order by any thread and the array is the same as one filled in a single pass.
+  parallel_for_blocks(static_cast<int64_t>(a.size()), [&](int64_t begin, int64_t end) {
+    Rng rng(seed);
+    rng.skip(begin);
+    for (int64_t i = begin; i < end; ++i) a.set(i, rng.uniform(lo, hi));
+  });
 }
+
+namespace {
+constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;  // splitmix64's Weyl increment
+}  // namespace
 
 uint64_t Rng::next() {
   // splitmix64 (Steele, Lea, Flood): a Weyl sequence through a 64-bit finalizer.
-  state += 0x9E3779B97F4A7C15ull;
+  state += kGolden;
   uint64_t z = state;
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   return z ^ (z >> 31);
 }
+
+void Rng::skip(uint64_t n) { state += n * kGolden; }  // the Weyl sequence jumps ahead in one step
 
 double Rng::uniform(double lo, double hi) {
   // The top 53 bits give a multiple of 2^-53 in [0, 1), exactly.

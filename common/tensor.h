@@ -51,7 +51,8 @@ class HostArray {
 };
 
 // Uniform random values in [lo, hi), rounded to the array's dtype; the same seed gives the same
-// values on every platform (a 64-bit generator of our own, not std:: distributions).
+// values on every platform and for any number of host threads (a 64-bit generator of our own, not
+// std:: distributions; element i takes the generator's i-th value).
 void fill_uniform(HostArray& a, uint64_t seed, double lo = -1.0, double hi = 1.0);
 
 // splitmix64: a small, portable generator for test data.
@@ -59,6 +60,7 @@ struct Rng {
   uint64_t state;
   explicit Rng(uint64_t seed) : state(seed) {}
   uint64_t next();
+  void skip(uint64_t n);                      // as if next() had been called n times
   double uniform(double lo, double hi);       // [lo, hi)
   int64_t range(int64_t lo, int64_t hi);      // [lo, hi]
 };

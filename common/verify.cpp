@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include "common/parallel.h"
+
 namespace conv1d {
 
 bool within_tolerance(double got, double want, Tolerance tol) {
@@ -14,6 +16,8 @@ bool within_tolerance(double got, double want, Tolerance tol) {
 
 namespace {
 
+// Elements are compared in blocks on every host thread; the blocks' counts, maxima and first
+// mismatches are merged in block order, so the report is the same for any number of threads.
 template <class Get>
 VerifyReport verify_impl(const std::string& name, size_t n_got, Get get, const std::vector<double>& want,
                          Tolerance tol, const std::vector<int64_t>& dims, size_t max_report) {
@@ -21,26 +25,38 @@ VerifyReport verify_impl(const std::string& name, size_t n_got, Get get, const s
   r.name = name;
   r.tol = tol;
   r.dims = dims;
+  r.count = want.size();
   if (n_got != want.size()) {
     // A size mismatch is a failure of every element, reported as such.
-    r.count = want.size();
     r.bad = want.size() ? want.size() : 1;
     return r;
   }
-  r.count = want.size();
-  for (size_t i = 0; i < want.size(); ++i) {
-    const double g = get(i), w = want[i];
-    if (std::isfinite(g)) {
-      const double abs_err = std::fabs(g - w);
-      r.max_abs = std::max(r.max_abs, abs_err);
-      if (w != 0.0) r.max_rel = std::max(r.max_rel, abs_err / std::fabs(w));
-    } else {
-      ++r.non_finite;
+  const int64_t n = static_cast<int64_t>(want.size());
+  std::vector<VerifyReport> part((n + kElementBlock - 1) / kElementBlock);
+  parallel_for_blocks(n, [&](int64_t begin, int64_t end) {
+    VerifyReport& p = part[begin / kElementBlock];
+    for (int64_t i = begin; i < end; ++i) {
+      const double g = get(i), w = want[i];
+      if (std::isfinite(g)) {
+        const double abs_err = std::fabs(g - w);
+        p.max_abs = std::max(p.max_abs, abs_err);
+        if (w != 0.0) p.max_rel = std::max(p.max_rel, abs_err / std::fabs(w));
+      } else {
+        ++p.non_finite;
+      }
+      if (!within_tolerance(g, w, tol)) {
+        ++p.bad;
+        if (p.first_bad.size() < max_report) p.first_bad.push_back({static_cast<size_t>(i), g, w});
+      }
     }
-    if (!within_tolerance(g, w, tol)) {
-      ++r.bad;
-      if (r.first_bad.size() < max_report) r.first_bad.push_back({i, g, w});
-    }
+  });
+  for (const VerifyReport& p : part) {
+    r.bad += p.bad;
+    r.non_finite += p.non_finite;
+    r.max_abs = std::max(r.max_abs, p.max_abs);
+    r.max_rel = std::max(r.max_rel, p.max_rel);
+    for (const Mismatch& m : p.first_bad)
+      if (r.first_bad.size() < max_report) r.first_bad.push_back(m);
   }
   return r;
 }
@@ -94,7 +110,9 @@ std::string VerifyReport::details() const {
 
 std::vector<double> rounded_to(const std::vector<double>& v, Dtype t) {
   std::vector<double> r(v.size());
-  for (size_t i = 0; i < v.size(); ++i) r[i] = round_to_dtype(v[i], t);
+  parallel_for_blocks(static_cast<int64_t>(v.size()), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) r[i] = round_to_dtype(v[i], t);
+  });
   return r;
 }
 

@@ -2,11 +2,8 @@
 // random problem with its fp64 reference, and the tolerances the results are held to.
 #pragma once
 
-#include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "common/cli.h"
@@ -99,32 +96,13 @@ inline Tolerance sum_tolerance(double sum_of_squared_terms, int64_t outputs) {
 }
 // [/docs:ch06_tolerance]
 
-// Threads the reference runs on: one per batch, at most one per core.
-inline int64_t reference_threads(int64_t batch) {
-  return std::max<int64_t>(1, std::min<int64_t>(batch, std::thread::hardware_concurrency()));
-}
-
-// Runs body(b) for b = 0..count-1 on reference_threads(count) threads.
-template <class F>
-void for_each_batch(int64_t count, F body) {
-  const int64_t threads = reference_threads(count);
-  std::atomic<int64_t> next{0};
-  std::vector<std::thread> pool;
-  for (int64_t i = 0; i < threads; ++i)
-    pool.emplace_back([&] {
-      for (int64_t b = next++; b < count; b = next++) body(b);
-    });
-  for (std::thread& t : pool) t.join();
-}
-
 // Random x, dout, weight (and bias) in opt.dtype, channel-last; the fp64 reference of the backward
-// computed from exactly those values, batch by batch on several threads (the sums over the batch are
-// then added in batch order), and the tolerances.
+// computed from exactly those values, and the tolerances from the sizes of its sums' terms.
 inline BwdProblem make_backward_problem(const Options& opt) {
   BwdProblem p;
   p.opt = opt;
   p.shape = ConvShape{opt.batch, opt.dim, opt.seqlen, opt.width};
-  const int64_t B = opt.batch, D = opt.dim, L = opt.seqlen, W = opt.width, n = p.shape.elements();
+  const int64_t D = opt.dim, W = opt.width, n = p.shape.elements();
   RandomInputs in = draw_inputs(opt);  // x, weight and bias as every chapter draws them
   p.x = std::move(in.x);
   p.weight = std::move(in.weight);
@@ -134,48 +112,23 @@ inline BwdProblem make_backward_problem(const Options& opt) {
   const std::vector<double> x = p.x.to_double(), g = p.dout.to_double(), w = p.weight.to_double();
   const std::vector<double> bias = p.bias.to_double();
 
+  RefProblem rp;
+  rp.shape = p.shape;
+  rp.layout = Layout::channel_last;
+  rp.x = x.data();
+  rp.weight = w.data();
+  rp.bias = opt.bias ? bias.data() : nullptr;
+  rp.silu = opt.silu;
   p.dx.resize(n);
-  std::vector<double> dw(B * D * W), db(B * D), sq_w(B), sq_b(B);
-  for_each_batch(B, [&](int64_t b) {
-    RefProblem rp;
-    rp.shape = ConvShape{1, D, L, opt.width};
-    rp.layout = Layout::channel_last;
-    rp.x = x.data() + b * L * D;
-    rp.weight = w.data();
-    rp.bias = opt.bias ? bias.data() : nullptr;
-    rp.silu = opt.silu;
-    const double* gb = g.data() + b * L * D;
-    reference_backward(rp, gb, RefGrads{p.dx.data() + b * L * D, &dw[b * D * W], &db[b * D], nullptr});
+  p.dweight.resize(D * W);
+  p.dbias.resize(D);
+  std::vector<double> dweight_sq(D * W), dbias_sq(D);
+  reference_backward(rp, g.data(),
+                     RefGrads{p.dx.data(), p.dweight.data(), p.dbias.data(), nullptr, dweight_sq.data(), dbias_sq.data()});
 
-    // The squares of the terms of the sums, for their tolerance: dz needs z (the forward without SiLU).
-    std::vector<double> z;
-    if (opt.silu) {
-      RefProblem zp = rp;
-      zp.silu = false;
-      z.resize(L * D);
-      reference_forward(zp, z.data());
-    }
-    for (int64_t t = 0; t < L; ++t)
-      for (int64_t d = 0; d < D; ++d) {
-        const double dz = gb[t * D + d] * (opt.silu ? conv1d::silu_grad(z[t * D + d]) : 1.0);
-        sq_b[b] += dz * dz;
-        for (int64_t k = 0; k < W; ++k) {
-          const int64_t s = t - (W - 1) + k;
-          const double term = s >= 0 ? dz * rp.x[s * D + d] : 0.0;
-          sq_w[b] += term * term;
-        }
-      }
-  });
-
-  p.dweight.assign(D * W, 0.0);
-  p.dbias.assign(D, 0.0);
   double sum_sq_w = 0, sum_sq_b = 0;
-  for (int64_t b = 0; b < B; ++b) {
-    for (int64_t i = 0; i < D * W; ++i) p.dweight[i] += dw[b * D * W + i];
-    for (int64_t i = 0; i < D; ++i) p.dbias[i] += db[b * D + i];
-    sum_sq_w += sq_w[b];
-    sum_sq_b += sq_b[b];
-  }
+  for (double v : dweight_sq) sum_sq_w += v;
+  for (double v : dbias_sq) sum_sq_b += v;
   p.dx_tol = default_tolerance(opt.dtype);
   p.dweight_tol = sum_tolerance(sum_sq_w, D * W);
   p.dbias_tol = sum_tolerance(sum_sq_b, D);

@@ -168,10 +168,9 @@ int run_chapter(int argc, char** argv) {
     const int64_t n = shape.elements(), e = dtype_bytes(opt.dtype);
     MemoryNeed need;
     need.device_bytes = problem_device_bytes(opt, partial_floats) + frame_device_bytes(dev);
-    // x, dout and one dx per variant in the storage type; x, dout, the reference dx in fp64; with
-    // SiLU one fp64 z per reference thread.
-    need.host_bytes = n * (int64_t(2 + states.size()) * e + 3 * 8) +
-                      (opt.silu ? reference_threads(opt.batch) * opt.seqlen * opt.dim * 8 : 0);
+    // x, dout and one dx per variant in the storage type; x, dout, the reference dx in fp64; the
+    // reference's scratch.
+    need.host_bytes = n * (int64_t(2 + states.size()) * e + 3 * 8) + reference_backward_scratch_bytes(shape);
     const std::string err = check_memory(need);
     if (!err.empty()) {
       std::fprintf(stderr, "%s: %s\n", spec.exe_name().c_str(), err.c_str());
