@@ -13,6 +13,8 @@
 #include <omp.h>
 #endif
 
+#include "common/util.h"
+
 namespace conv1d {
 
 namespace {
@@ -85,7 +87,7 @@ void parallel_for(int64_t n, const std::function<void(int64_t)>& body, const cha
 }
 
 void parallel_for_blocks(int64_t n, const std::function<void(int64_t, int64_t)>& body, int64_t block) {
-  parallel_for((n + block - 1) / block, [&](int64_t i) { body(i * block, std::min(n, (i + 1) * block)); });
+  parallel_for(ceil_div(n, block), [&](int64_t i) { body(i * block, std::min(n, (i + 1) * block)); });
 }
 
 int host_threads() {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/parallel.h"
+#include "common/util.h"
 
 namespace conv1d {
 
@@ -123,7 +124,7 @@ struct Group {
   }
 };
 
-int64_t groups_per_batch(const ConvShape& s) { return (s.dim + kGroup - 1) / kGroup; }
+int64_t groups_per_batch(const ConvShape& s) { return ceil_div(s.dim, kGroup); }
 
 }  // namespace
 

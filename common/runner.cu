@@ -1,5 +1,6 @@
 #include "common/runner.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -7,46 +8,15 @@
 
 #include "common/device.h"
 #include "common/npy.h"
+#include "common/parallel.h"
 #include "common/reference.h"
 #include "common/timing.h"
 #include "common/verify.h"
 
 namespace conv1d {
 
-int handle_command_line(int argc, char** argv, const ChapterSpec& spec, Options* opt,
-                        const std::vector<ExtraFlag>& extra) {
-  const ParseResult r = parse_command_line(argc, argv, spec, opt, extra);
-  if (r.status == ParseStatus::help) {
-    std::fputs(r.message.c_str(), stdout);
-    return 0;
-  }
-  if (r.status == ParseStatus::error) {
-    std::fprintf(stderr, "%s: %s\n", spec.exe_name().c_str(), r.message.c_str());
-    return 2;
-  }
-  return -1;
-}
-
-int handle_missing_gpu(const ChapterSpec& spec) {
-  std::string why;
-  if (gpu_available(&why)) return -1;
-  std::fprintf(stderr, "%s: no GPU found (%s); nothing to run\n", spec.exe_name().c_str(), why.c_str());
-  return gpu_required_by_environment() ? 1 : kExitNoGpu;
-}
-
-std::string check_memory(const MemoryNeed& need) {
-  auto gib = [](int64_t b) { return std::to_string(b / (1 << 20)) + " MiB"; };
-  const DeviceInfo dev = query_device();
-  // Keep a margin for the runtime's own allocations.
-  if (need.device_bytes > dev.free_memory - (int64_t(256) << 20))
-    return "the run needs " + gib(need.device_bytes) + " of device memory, " + gib(dev.free_memory) +
-           " are free on " + dev.name + " (make --batch, --dim or --seqlen smaller)";
-  const int64_t host_free = host_available_memory();
-  if (host_free > 0 && need.host_bytes > host_free)
-    return "the run needs " + gib(need.host_bytes) + " of host memory, " + gib(host_free) +
-           " are available (make --batch, --dim or --seqlen smaller)";
-  return "";
-}
+// ---------------------------------------------------------------------------------------------
+// Pieces every chapter uses.
 
 RandomInputs draw_inputs(const Options& opt) {
   RandomInputs in;
@@ -61,7 +31,35 @@ RandomInputs draw_inputs(const Options& opt) {
   return in;
 }
 
-// Appends rows to a tab-separated file, writing the header first when the file is new.
+RefInputs::RefInputs(const RandomInputs& in) : x(in.x.to_double()), weight(in.weight.to_double()), bias(in.bias.to_double()) {}
+
+RefProblem RefInputs::problem(const ConvShape& shape, Layout layout, bool silu) const {
+  RefProblem rp;
+  rp.shape = shape;
+  rp.layout = layout;
+  rp.x = x.data();
+  rp.weight = weight.data();
+  rp.bias = bias.empty() ? nullptr : bias.data();
+  rp.silu = silu;
+  return rp;
+}
+
+FwdProblem make_forward_problem(const Options& opt) {
+  FwdProblem p;
+  p.opt = opt;
+  p.shape = ConvShape{opt.batch, opt.dim, opt.seqlen, opt.width};
+  RandomInputs in = draw_inputs(opt);
+  {
+    const RefInputs ref_in(in);  // freed before returning: at 2^31 elements it is 17 GB per tensor
+    p.ref.resize(static_cast<size_t>(p.shape.elements()));
+    reference_forward(ref_in.problem(p.shape, Layout::channel_first, opt.silu), p.ref.data());
+  }
+  p.x = std::move(in.x);
+  p.weight = std::move(in.weight);
+  p.bias = std::move(in.bias);
+  return p;
+}
+
 void append_rows(const std::string& path, const std::string& header, const std::vector<std::string>& rows) {
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent);
@@ -72,29 +70,12 @@ void append_rows(const std::string& path, const std::string& header, const std::
   if (!f) throw std::runtime_error("cannot append to " + path);
 }
 
-FwdProblem make_forward_problem(const Options& opt) {
-  FwdProblem p;
-  p.opt = opt;
-  p.shape = ConvShape{opt.batch, opt.dim, opt.seqlen, opt.width};
-  const size_t n = static_cast<size_t>(p.shape.elements());
-  RandomInputs in = draw_inputs(opt);
-  p.x = std::move(in.x);
-  p.weight = std::move(in.weight);
-  p.bias = std::move(in.bias);
-  const std::vector<double> x = p.x.to_double(), w = p.weight.to_double(), bias = p.bias.to_double();
-  RefProblem rp;
-  rp.shape = p.shape;
-  rp.layout = Layout::channel_first;
-  rp.x = x.data();
-  rp.weight = w.data();
-  rp.bias = opt.bias ? bias.data() : nullptr;
-  rp.silu = opt.silu;
-  p.ref.resize(n);
-  reference_forward(rp, p.ref.data());
-  return p;
+std::string tsv_stem(const std::string& path) {
+  const std::string suffix = ".tsv";
+  if (path.size() > suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0)
+    return path.substr(0, path.size() - suffix.size());
+  return path;
 }
-
-namespace {
 
 std::string shape_string(const Options& o) {
   char buf[160];
@@ -104,10 +85,21 @@ std::string shape_string(const Options& o) {
   return buf;
 }
 
-void ensure_parent_dir(const std::string& path) {
-  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  if (!parent.empty()) std::filesystem::create_directories(parent);
+void save_forward_inputs(const FwdProblem& p) {
+  const Options& opt = p.opt;
+  if (opt.save_npy.empty()) return;
+  std::filesystem::create_directories(opt.save_npy);
+  write_npy(opt.save_npy + "/x.npy", p.x, {opt.batch, opt.dim, opt.seqlen});
+  write_npy(opt.save_npy + "/weight.npy", p.weight, {opt.dim, opt.width});
+  if (opt.bias) write_npy(opt.save_npy + "/bias.npy", p.bias, {opt.dim});
+  write_npy(opt.save_npy + "/reference.npy", p.ref, {opt.batch, opt.dim, opt.seqlen});
+  std::printf("wrote x, weight%s and reference .npy files to %s\n", opt.bias ? ", bias" : "", opt.save_npy.c_str());
 }
+
+// ---------------------------------------------------------------------------------------------
+// The measuring loop and the reports.
+
+namespace {
 
 double record_ms(const PhaseRecorder& rec, int iteration, const std::string& name) {
   int64_t ns = 0;
@@ -116,76 +108,25 @@ double record_ms(const PhaseRecorder& rec, int iteration, const std::string& nam
   return ns * 1e-6;
 }
 
-// A forward variant in the generic measuring loop: `out` is poisoned on the host for verification
-// runs and compared with the fp64 reference.
-VariantResult run_variant(const FwdVariant& v, const FwdProblem& p, L2Flusher& flusher,
-                          double ceiling_gbs, bool several) {
-  const Options& opt = p.opt;
-  const std::vector<int64_t> dims{opt.batch, opt.dim, opt.seqlen};
-  HostArray out(opt.dtype, p.x.size());
-  MeasuredVariant m;
-  m.name = v.name;
-  m.kernels = v.kernels;
-  m.run = [&](RunContext& ctx) {
-    if (ctx.poison_outputs) out.fill_nan();
-    v.run(p, ctx, out);
-  };
-  m.check = [&] {
-    const VerifyReport r = verify("out", out, p.ref, default_tolerance(opt.dtype), dims);
-    return CheckResult{r.ok(), r.summary() + "\n" + r.details()};
-  };
-  m.save_npy = [&](const std::string& dir) {
-    const std::string path = dir + "/out_" + v.name + ".npy";
-    write_npy(path, out, dims);
-    std::printf("  wrote %s\n", path.c_str());
-  };
-  return measure_variant(m, opt, flusher, ceiling_gbs, several);
-}
-
-
-std::string kernels_path(const std::string& summary) {
-  std::string k = summary;
-  if (k.size() > 4 && k.compare(k.size() - 4, 4, ".tsv") == 0) k.resize(k.size() - 4);
-  return k + "_kernels.tsv";
-}
-
-// One row per reported kernel of each variant, to the kernels file next to the summary.
-void write_kernel_rows(const std::string& summary, const ChapterSpec& spec, const std::vector<VariantResult>& results,
-                       const std::string& device, const std::string& shape, double ceiling) {
-  std::vector<std::string> rows;
-  char buf[512];
-  for (const VariantResult& r : results)
-    for (const KernelResult& k : r.kernels) {
-      std::snprintf(buf, sizeof buf, "%s\t%s\t%s\t%s\t%.4f\t%.4f\t%.1f\t%.1f\t%.1f\t%s\t%s", spec.number.c_str(),
-                    spec.name.c_str(), r.name.c_str(), k.kernel.c_str(), k.ms, k.tflops, k.gbs, 100.0 * k.gbs / ceiling,
-                    ceiling, device.c_str(), shape.c_str());
-      rows.push_back(buf);
-    }
-  append_rows(kernels_path(summary),
-              "chapter\tname\tvariant\tkernel\tms\ttflops\tgbs\tceiling_pct\tcopy_ceiling_gbs\tdevice\tshape", rows);
-}
-
-void write_summary(const std::string& path, const ChapterSpec& spec, const std::vector<VariantResult>& results,
-                   const std::string& device, const std::string& shape, double ceiling) {
-  std::vector<std::string> rows;
-  char buf[512];
-  for (const VariantResult& r : results) {
-    std::snprintf(buf, sizeof buf, "%s\t%s\t%s\t%.4f\t%.4f\t%s\t%s\t%s", spec.number.c_str(), spec.name.c_str(),
-                  r.name.c_str(), r.e2e_ms.median, r.device_ms.median, r.verified ? "yes" : "no", device.c_str(),
-                  shape.c_str());
-    rows.push_back(buf);
+KernelResult rate(const std::string& kernel, double ms, double flops, double bytes) {
+  KernelResult k{kernel, ms, 0, 0};
+  if (ms > 0) {
+    k.tflops = flops / (ms * 1e-3) / 1e12;
+    k.gbs = bytes / (ms * 1e-3) / 1e9;
   }
-  append_rows(path, "chapter\tname\tvariant\tend_to_end_ms\tkernels_ms\tverified\tdevice\tshape", rows);
-  write_kernel_rows(path, spec, results, device, shape, ceiling);
+  return k;
 }
 
-}  // namespace
-
+// A verification run on poisoned outputs, --warmup runs, then --iters timed runs each after an L2
+// flush, and a verification run again; prints the checks, the phase table and the kernel rates
+// against `ceiling_gbs`; writes --profile-csv files (named after the variant when `several`) and
+// calls save_npy for --save-npy.
 VariantResult measure_variant(const MeasuredVariant& v, const Options& opt, L2Flusher& flusher, double ceiling_gbs,
                               bool several) {
   VariantResult res;
   res.name = v.name;
   std::printf("\n== variant %s ==\n", v.name.c_str());
+  if (!v.intro.empty()) std::printf("  %s\n", v.intro.c_str());
 
   PhaseRecorder rec;
   RunContext verify_ctx{rec, true}, timed_ctx{rec, false};
@@ -238,23 +179,24 @@ VariantResult measure_variant(const MeasuredVariant& v, const Options& opt, L2Fl
               res.e2e_ms.min, res.e2e_ms.max, res.device_ms.median);
   for (size_t k = 0; k < v.kernels.size(); ++k) {
     const KernelModel& m = v.kernels[k];
-    KernelResult kr;
-    kr.kernel = m.kernel;
-    kr.ms = summarize(per_kernel[k]).median;
-    if (kr.ms > 0) {
-      kr.tflops = m.flops / (kr.ms * 1e-3) / 1e12;
-      kr.gbs = m.bytes / (kr.ms * 1e-3) / 1e9;
-    }
+    const KernelResult kr = rate(m.kernel, summarize(per_kernel[k]).median, m.flops, m.bytes);
     std::printf("  %s %s: %.3f ms per run, %.3f TFLOP/s, %.1f GB/s = %.1f%% of the copy ceiling\n",
                 k == 0 ? "main kernel" : "kernel", m.kernel.c_str(), kr.ms, kr.tflops, kr.gbs,
                 100.0 * kr.gbs / ceiling_gbs);
     res.kernels.push_back(kr);
   }
+  if (!v.whole_run_name.empty()) {
+    const KernelResult all = rate(v.whole_run_name, res.device_ms.median, 0, v.whole_run_bytes);
+    std::printf("  %s (all kernels): %.3f ms per run, %.1f GB/s = %.1f%% of the copy ceiling\n", all.kernel.c_str(),
+                all.ms, all.gbs, 100.0 * all.gbs / ceiling_gbs);
+    res.kernels.push_back(all);
+  }
   std::printf("  after timing: %s", again.text.c_str());
 
   if (!opt.profile_csv.empty()) {
     const std::string prefix = opt.profile_csv + (several ? "_" + v.name : "");
-    ensure_parent_dir(prefix + "_stats.csv");
+    const std::filesystem::path parent = std::filesystem::path(prefix + "_stats.csv").parent_path();
+    if (!parent.empty()) std::filesystem::create_directories(parent);
     write_stats_csv(prefix + "_stats.csv", stats);
     write_trace_csv(prefix + "_trace.csv", rec.records());
     std::printf("  wrote %s_stats.csv and %s_trace.csv\n", prefix.c_str(), prefix.c_str());
@@ -263,16 +205,42 @@ VariantResult measure_variant(const MeasuredVariant& v, const Options& opt, L2Fl
   return res;
 }
 
+void write_summary(const std::string& path, const ChapterSpec& spec, const std::vector<VariantResult>& results,
+                   const std::string& device, const std::string& shape, double ceiling) {
+  std::vector<std::string> rows, kernel_rows;
+  char buf[512];
+  for (const VariantResult& r : results) {
+    std::snprintf(buf, sizeof buf, "%s\t%s\t%s\t%.4f\t%.4f\t%s\t%s\t%s", spec.number.c_str(), spec.name.c_str(),
+                  r.name.c_str(), r.e2e_ms.median, r.device_ms.median, r.verified ? "yes" : "no", device.c_str(),
+                  shape.c_str());
+    rows.push_back(buf);
+    for (const KernelResult& k : r.kernels) {
+      std::snprintf(buf, sizeof buf, "%s\t%s\t%s\t%s\t%.4f\t%.4f\t%.1f\t%.1f\t%.1f\t%s\t%s", spec.number.c_str(),
+                    spec.name.c_str(), r.name.c_str(), k.kernel.c_str(), k.ms, k.tflops, k.gbs,
+                    100.0 * k.gbs / ceiling, ceiling, device.c_str(), shape.c_str());
+      kernel_rows.push_back(buf);
+    }
+  }
+  append_rows(path, "chapter\tname\tvariant\tend_to_end_ms\tkernels_ms\tverified\tdevice\tshape", rows);
+  append_rows(tsv_stem(path) + "_kernels.tsv",
+              "chapter\tname\tvariant\tkernel\tms\ttflops\tgbs\tceiling_pct\tcopy_ceiling_gbs\tdevice\tshape",
+              kernel_rows);
+}
+
+// Prints the summary table and VERIFIED (or VERIFICATION FAILED), appends the --summary rows;
+// returns the exit code: 0 when every variant verified, 1 otherwise.
 int report_variants(const ChapterSpec& spec, const Options& opt, const std::string& device,
                     const std::vector<VariantResult>& results, double ceiling_gbs) {
-  std::printf("\nsummary (%s, B=%lld D=%lld L=%lld W=%d %s):\n", device.c_str(), static_cast<long long>(opt.batch),
-              static_cast<long long>(opt.dim), static_cast<long long>(opt.seqlen), opt.width, dtype_name(opt.dtype));
-  std::printf("  %-12s %12s %12s %10s %10s %9s\n", "variant", "end-to-end", "kernels", "TFLOP/s", "GB/s",
+  size_t width = 12;
+  for (const VariantResult& r : results) width = std::max(width, r.name.size());
+  const int w = static_cast<int>(width);
+  std::printf("\nsummary (%s, %s):\n", device.c_str(), shape_string(opt).c_str());
+  std::printf("  %-*s %12s %12s %10s %10s %9s\n", w, "variant", "end-to-end", "kernels", "TFLOP/s", "GB/s",
               "verified");
   bool all_ok = true;
   for (const VariantResult& r : results) {
     const KernelResult main_k = r.kernels.empty() ? KernelResult{} : r.kernels.front();
-    std::printf("  %-12s %9.3f ms %9.3f ms %10.3f %10.1f %9s\n", r.name.c_str(), r.e2e_ms.median,
+    std::printf("  %-*s %9.3f ms %9.3f ms %10.3f %10.1f %9s\n", w, r.name.c_str(), r.e2e_ms.median,
                 r.device_ms.median, main_k.tflops, main_k.gbs, r.verified ? "yes" : "NO");
     all_ok &= r.verified;
   }
@@ -281,9 +249,24 @@ int report_variants(const ChapterSpec& spec, const Options& opt, const std::stri
   return all_ok ? 0 : 1;
 }
 
+// The size of the copy that measures the ceiling, and the device memory the frame itself needs
+// besides a chapter's buffers (the L2 flusher and that copy).
 int64_t copy_ceiling_bytes(const DeviceInfo& dev) { return std::min<int64_t>(int64_t(256) << 20, dev.free_memory / 8); }
-
 int64_t frame_device_bytes(const DeviceInfo& dev) { return 2 * dev.l2_bytes + 2 * copy_ceiling_bytes(dev); }
+
+// An empty string, or the one-line reason the run does not fit.
+std::string check_memory(const MemoryNeed& need, const DeviceInfo& dev) {
+  auto mib = [](int64_t b) { return std::to_string(b / (1 << 20)) + " MiB"; };
+  // Keep a margin for the runtime's own allocations.
+  if (need.device_bytes > dev.free_memory - (int64_t(256) << 20))
+    return "the run needs " + mib(need.device_bytes) + " of device memory, " + mib(dev.free_memory) +
+           " are free on " + dev.name + " (make --batch, --dim or --seqlen smaller)";
+  const int64_t host_free = host_available_memory();
+  if (host_free > 0 && need.host_bytes > host_free)
+    return "the run needs " + mib(need.host_bytes) + " of host memory, " + mib(host_free) +
+           " are available (make --batch, --dim or --seqlen smaller)";
+  return "";
+}
 
 void print_run_header(const ChapterSpec& spec, const Options& opt, const DeviceInfo& dev) {
   std::printf("%s: chapter %s - %s\n", spec.exe_name().c_str(), spec.number.c_str(), spec.title.c_str());
@@ -295,70 +278,136 @@ void print_run_header(const ChapterSpec& spec, const Options& opt, const DeviceI
   std::fflush(stdout);
 }
 
-int run_reporting_errors(const ChapterSpec& spec, const std::function<int()>& body) {
-  try {
-    return body();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: error: %s\n", spec.exe_name().c_str(), e.what());
-    return 1;
+}  // namespace
+
+int run_chapter(int argc, char** argv, Chapter& ch) {
+  const ChapterSpec& spec = ch.spec();
+  const std::string exe = spec.exe_name();
+  Frame f;
+
+  // 1. The command line: nothing here touches the GPU, so bad input is refused on any machine.
+  const ParseResult parsed = parse_command_line(argc, argv, spec, &f.opt, ch.flags(&f.opt));
+  if (parsed.status == ParseStatus::help) {
+    std::fputs(parsed.message.c_str(), stdout);
+    return 0;
   }
-}
+  std::string refused = parsed.status == ParseStatus::error ? parsed.message : ch.check(f.opt);
+  if (!refused.empty()) {
+    std::fprintf(stderr, "%s: %s\n", exe.c_str(), refused.c_str());
+    return 2;
+  }
 
-double report_copy_ceiling(const DeviceInfo& dev) {
-  const double ceiling = measure_copy_ceiling_gbs(static_cast<size_t>(copy_ceiling_bytes(dev)));
-  std::printf("copy ceiling (device-to-device, bytes read + written): %.1f GB/s\n", ceiling);
-  return ceiling;
-}
+  // 2. A GPU, or exit 77 (CTest's "skipped"; a failure where CONV1D_REQUIRE_GPU asks for a GPU).
+  std::string why;
+  if (!gpu_available(&why)) {
+    std::fprintf(stderr, "%s: no GPU found (%s); nothing to run\n", exe.c_str(), why.c_str());
+    return gpu_required_by_environment() ? 1 : kExitNoGpu;
+  }
 
-void save_forward_inputs(const FwdProblem& p) {
-  const Options& opt = p.opt;
-  if (opt.save_npy.empty()) return;
-  std::filesystem::create_directories(opt.save_npy);
-  write_npy(opt.save_npy + "/x.npy", p.x, {opt.batch, opt.dim, opt.seqlen});
-  write_npy(opt.save_npy + "/weight.npy", p.weight, {opt.dim, opt.width});
-  if (opt.bias) write_npy(opt.save_npy + "/bias.npy", p.bias, {opt.dim});
-  write_npy(opt.save_npy + "/reference.npy", p.ref, {opt.batch, opt.dim, opt.seqlen});
-  std::printf("wrote x, weight%s and reference .npy files to %s\n", opt.bias ? ", bias" : "", opt.save_npy.c_str());
-}
-
-int run_forward_chapter(int argc, char** argv, const FwdChapter& ch) {
-  Options opt;
-  int rc = handle_command_line(argc, argv, ch.spec, &opt, ch.extra_flags);
-  if (rc >= 0) return rc;
-  rc = handle_missing_gpu(ch.spec);
-  if (rc >= 0) return rc;
-  const std::string exe = ch.spec.exe_name();
   try {
-    const DeviceInfo dev = query_device();
-    MemoryNeed need = ch.memory(opt);
-    const int64_t n = opt.batch * opt.dim * opt.seqlen;
-    need.device_bytes += frame_device_bytes(dev);
-    need.host_bytes += n * (2 * dtype_bytes(opt.dtype) + 3 * 8);  // x, out; x, ref in fp64 (+ slack)
-    const std::string err = check_memory(need);
-    if (!err.empty()) {
-      std::fprintf(stderr, "%s: %s\n", exe.c_str(), err.c_str());
+    f.dev = query_device();
+    // 3. Does the run fit? Checked before anything large is allocated.
+    MemoryNeed need = ch.memory(f);
+    need.device_bytes += frame_device_bytes(f.dev);
+    refused = check_memory(need, f.dev);
+    if (!refused.empty()) {
+      std::fprintf(stderr, "%s: %s\n", exe.c_str(), refused.c_str());
       return 2;
     }
 
-    print_run_header(ch.spec, opt, dev);
-
+    // 4. The header, the chapter's inputs and references, the ceiling this run is judged against.
+    print_run_header(spec, f.opt, f.dev);
+    ch.describe(f);
     const int64_t t_ref = host_now_ns();
-    const FwdProblem p = make_forward_problem(opt);
-    std::printf("inputs and fp64 reference: %.2f s on the CPU\n", (host_now_ns() - t_ref) * 1e-9);
-    const double ceiling = report_copy_ceiling(dev);
+    const std::string note = ch.make_problem(f);
+    std::printf("inputs and fp64 reference: %.2f s on the CPU (%d threads)%s\n", (host_now_ns() - t_ref) * 1e-9,
+                host_threads(), note.c_str());
+    f.ceiling_gbs = measure_copy_ceiling_gbs(static_cast<size_t>(copy_ceiling_bytes(f.dev)));
+    std::printf("copy ceiling (device-to-device, bytes read + written): %.1f GB/s\n", f.ceiling_gbs);
+    if (!f.opt.save_npy.empty()) {
+      std::filesystem::create_directories(f.opt.save_npy);
+      ch.save_inputs(f.opt.save_npy);
+    }
 
-    save_forward_inputs(p);
-
+    // 5. The variants, one after the other, then the chapter's report and the summary.
     L2Flusher flusher;
-    const std::vector<FwdVariant> variants = ch.variants(opt);
+    const std::vector<MeasuredVariant> variants = ch.variants(f);
     std::vector<VariantResult> results;
-    for (const FwdVariant& v : variants)
-      results.push_back(run_variant(v, p, flusher, ceiling, variants.size() > 1));
-    return report_variants(ch.spec, opt, dev.name, results, ceiling);
+    for (const MeasuredVariant& v : variants)
+      results.push_back(measure_variant(v, f.opt, flusher, f.ceiling_gbs, variants.size() > 1));
+    ch.report(f, results);
+    return report_variants(spec, f.opt, f.dev.name, results, f.ceiling_gbs);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: error: %s\n", exe.c_str(), e.what());
     return 1;
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Forward chapters of the GEMM formulation, on the frame.
+
+namespace {
+
+class ForwardFrameChapter : public ForwardProblemChapter {
+ public:
+  explicit ForwardFrameChapter(const FwdChapter& ch) : ForwardProblemChapter(ch.spec), ch_(ch) {}
+
+  std::vector<ExtraFlag> flags(Options*) override { return ch_.extra_flags; }
+
+  MemoryNeed memory(const Frame& f) override {
+    MemoryNeed need = ch_.memory(f.opt);
+    const int64_t n = f.opt.batch * f.opt.dim * f.opt.seqlen;
+    need.host_bytes += n * (2 * dtype_bytes(f.opt.dtype) + 3 * 8);  // x, out; x, ref in fp64 (+ slack)
+    return need;
+  }
+
+  // Each variant writes its output into a host array of its own, poisoned for verification runs, and
+  // is checked against the fp64 reference.
+  std::vector<MeasuredVariant> variants(const Frame& f) override {
+    const Options& opt = f.opt;
+    const std::vector<int64_t> dims{opt.batch, opt.dim, opt.seqlen};
+    std::vector<MeasuredVariant> out;
+    for (const FwdVariant& v : ch_.variants(opt)) {
+      outputs_.push_back(std::make_unique<HostArray>(opt.dtype, problem_.x.size()));
+      HostArray* result = outputs_.back().get();
+      MeasuredVariant m;
+      m.name = v.name;
+      m.kernels = v.kernels;
+      m.run = [this, v, result](RunContext& ctx) {
+        if (ctx.poison_outputs) result->fill_nan();
+        v.run(problem_, ctx, *result);
+      };
+      m.check = [this, result, dims] {
+        const VerifyReport r = verify("out", *result, problem_.ref, default_tolerance(problem_.opt.dtype), dims);
+        return CheckResult{r.ok(), r.summary() + "\n" + r.details()};
+      };
+      m.save_npy = [name = v.name, result, dims](const std::string& dir) {
+        const std::string path = dir + "/out_" + name + ".npy";
+        write_npy(path, *result, dims);
+        std::printf("  wrote %s\n", path.c_str());
+      };
+      out.push_back(std::move(m));
+    }
+    return out;
+  }
+
+ private:
+  const FwdChapter& ch_;
+  std::vector<std::unique_ptr<HostArray>> outputs_;
+};
+
+}  // namespace
+
+std::string ForwardProblemChapter::make_problem(const Frame& f) {
+  problem_ = make_forward_problem(f.opt);
+  return "";
+}
+
+void ForwardProblemChapter::save_inputs(const std::string&) { save_forward_inputs(problem_); }
+
+int run_forward_chapter(int argc, char** argv, const FwdChapter& chapter) {
+  ForwardFrameChapter ch(chapter);
+  return run_chapter(argc, argv, ch);
 }
 
 }  // namespace conv1d

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common/parallel.h"
+#include "common/util.h"
 
 namespace conv1d {
 
@@ -21,7 +22,7 @@ const char* layout_name(Layout l) {
 HostArray::HostArray(Dtype dtype, size_t count)
     : dtype_(dtype),
       count_(count),
-      storage_((count * static_cast<size_t>(dtype_bytes(dtype)) + sizeof(uint32_t) - 1) / sizeof(uint32_t), 0u) {}
+      storage_(static_cast<size_t>(ceil_div(count * dtype_bytes(dtype), sizeof(uint32_t))), 0u) {}
 
 namespace {
 

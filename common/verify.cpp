@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "common/parallel.h"
+#include "common/util.h"
 
 namespace conv1d {
 
@@ -32,7 +33,7 @@ VerifyReport verify_impl(const std::string& name, size_t n_got, Get get, const s
     return r;
   }
   const int64_t n = static_cast<int64_t>(want.size());
-  std::vector<VerifyReport> part((n + kElementBlock - 1) / kElementBlock);
+  std::vector<VerifyReport> part(ceil_div(n, kElementBlock));
   parallel_for_blocks(n, [&](int64_t begin, int64_t end) {
     VerifyReport& p = part[begin / kElementBlock];
     for (int64_t i = begin; i < end; ++i) {

@@ -30,10 +30,10 @@ TEST(Ch02Geometry, RowLaunchStaysInsideTheGridLimits) {
 
 TEST(Ch02Geometry, WordPathNeedsRowLengthAndAlignment) {
   alignas(16) static char buf[64];
-  EXPECT_TRUE(rows_fit_word16(32, {buf, buf + 16}));
-  EXPECT_TRUE(rows_fit_word16(16, {buf, nullptr}));  // an absent bias is no obstacle
-  EXPECT_FALSE(rows_fit_word16(24, {buf}));           // D*size not a multiple of 16
-  EXPECT_FALSE(rows_fit_word16(32, {buf, buf + 2}));  // one pointer off by an fp16 element
+  EXPECT_TRUE(rows_fit_bytes16(32, {buf, buf + 16}));
+  EXPECT_TRUE(rows_fit_bytes16(16, {buf, nullptr}));  // an absent bias is no obstacle
+  EXPECT_FALSE(rows_fit_bytes16(24, {buf}));           // D*size not a multiple of 16
+  EXPECT_FALSE(rows_fit_bytes16(32, {buf, buf + 2}));  // one pointer off by an fp16 element
 }
 
 namespace {

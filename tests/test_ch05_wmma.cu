@@ -8,7 +8,9 @@
 #include <vector>
 
 #include "chapters/05_wmma_gemm/blas_gemm.cuh"
-#include "chapters/05_wmma_gemm/wmma_gemm.cuh"
+#include "chapters/05_wmma_gemm/wmma_block.cuh"
+#include "chapters/05_wmma_gemm/wmma_sparse.cuh"
+#include "chapters/05_wmma_gemm/wmma_warp.cuh"
 #include "common/buffers.h"
 #include "common/preprocess.h"
 #include "common/runner.h"

@@ -76,52 +76,62 @@ TEST(Ch07Plan, ChunksCoverEverySequenceOnceRoundRobin) {
         }
 }
 
+// Both paths of each layout kernel: 16-byte accesses (D a multiple of 8, rows padded as the pipeline
+// pads them) and one element at a time (odd D, or rows of exactly the chunk's length).
 TEST(Ch07Kernels, Img2colChannelFirstMatchesHostImg2col) {
   CONV1D_REQUIRE_GPU_OR_SKIP();
-  for (int64_t D : {5, 64, 130})
+  for (int64_t D : {5, 64, 130, 136})
     for (int W : {2, 3, 4})
-      for (int64_t t0 : {0, 1, 70}) {
-        // One chunk [t0, t0 + n) of a single sequence, with the halo as the pipeline copies it.
-        const int64_t L = 200, n = 67, halo = std::min<int64_t>(W - 1, t0), skip = W - 1 - halo;
-        const FwdProblem p = problem(1, D, L, W, false, false, 40 + D + W + t0);
-        const uint16_t* x = static_cast<const uint16_t*>(p.x.data());
-        const int64_t pitch = n + W - 1;
-        std::vector<uint16_t> chunk(D * pitch, 0x7E00);  // NaN where the kernel must not read
-        for (int64_t c = 0; c < D; ++c)
-          for (int64_t j = skip; j < pitch; ++j) chunk[c * pitch + j] = x[c * L + t0 - (W - 1) + j];
-        // Host: transpose, pad and img2col the whole sequence, then take rows t0 .. t0 + n.
-        std::vector<Half> xt(L * D), xp((L + W - 1) * D), a(L * W * D);
-        transpose_batched(static_cast<const Half*>(p.x.data()), xt.data(), 1, D, L);
-        pad_time(xt.data(), xp.data(), 1, L, D, W);
-        img2col(xp.data(), a.data(), 1, L, D, W);
-        DeviceBuffer dx(chunk.size() * 2), da(n * W * D * 2);
-        GPU_CHECK(cudaMemcpy(dx.get(), chunk.data(), dx.bytes(), cudaMemcpyHostToDevice));
-        da.poison();
-        launch_img2col_channel_first(dx.get<uint16_t>(), pitch, static_cast<int>(skip), da.get<uint16_t>(), n, D, W, 0);
-        std::vector<uint16_t> got(n * W * D);
-        GPU_CHECK(cudaMemcpy(got.data(), da.get(), da.bytes(), cudaMemcpyDeviceToHost));
-        for (int64_t i = 0; i < n * W * D; ++i)
-          ASSERT_EQ(got[i], a[t0 * W * D + i].bits) << "D=" << D << " W=" << W << " t0=" << t0 << " at " << i;
-      }
+      for (int64_t t0 : {0, 1, 70})
+        for (int64_t n : {67, 130})
+          for (bool padded : {false, true}) {
+            // One chunk [t0, t0 + n) of a single sequence, with the halo as the pipeline copies it.
+            const int64_t L = 210, halo = std::min<int64_t>(W - 1, t0), skip = W - 1 - halo;
+            const FwdProblem p = problem(1, D, L, W, false, false, 40 + D + W + t0);
+            const uint16_t* x = static_cast<const uint16_t*>(p.x.data());
+            const int64_t pitch = padded ? img2col_pitch(n) : n + W - 1;
+            std::vector<uint16_t> chunk(D * pitch, 0x7E00);  // NaN where the kernel must not take values from
+            for (int64_t c = 0; c < D; ++c)
+              for (int64_t j = skip; j < n + W - 1; ++j) chunk[c * pitch + j] = x[c * L + t0 - (W - 1) + j];
+            // Host: transpose, pad and img2col the whole sequence, then take rows t0 .. t0 + n.
+            std::vector<Half> xt(L * D), xp((L + W - 1) * D), a(L * W * D);
+            transpose_batched(static_cast<const Half*>(p.x.data()), xt.data(), 1, D, L);
+            pad_time(xt.data(), xp.data(), 1, L, D, W);
+            img2col(xp.data(), a.data(), 1, L, D, W);
+            DeviceBuffer dx(chunk.size() * 2), da(n * W * D * 2);
+            GPU_CHECK(cudaMemcpy(dx.get(), chunk.data(), dx.bytes(), cudaMemcpyHostToDevice));
+            da.poison();
+            const int bytes = launch_img2col_channel_first(dx.get<uint16_t>(), pitch, static_cast<int>(skip),
+                                                           da.get<uint16_t>(), n, D, W, 0);
+            EXPECT_EQ(bytes, padded && D % 8 == 0 ? 16 : 2) << "D=" << D << " padded=" << padded;
+            std::vector<uint16_t> got(n * W * D);
+            GPU_CHECK(cudaMemcpy(got.data(), da.get(), da.bytes(), cudaMemcpyDeviceToHost));
+            for (int64_t i = 0; i < n * W * D; ++i)
+              ASSERT_EQ(got[i], a[t0 * W * D + i].bits)
+                  << "D=" << D << " W=" << W << " t0=" << t0 << " n=" << n << " padded=" << padded << " at " << i;
+          }
 }
 
 TEST(Ch07Kernels, TimeToChannelFirstMatchesHostTranspose) {
   CONV1D_REQUIRE_GPU_OR_SKIP();
-  for (int64_t n : {1, 33, 100})
-    for (int64_t D : {1, 37, 64}) {
-      const int64_t pitch = n + 3;
-      std::vector<Half> c(n * D), want(n * D);
-      for (int64_t i = 0; i < n * D; ++i) c[i].bits = static_cast<uint16_t>(i * 7919 + 13);
-      transpose_batched(c.data(), want.data(), 1, n, D);
-      DeviceBuffer dc(c.size() * 2), dout(D * pitch * 2);
-      GPU_CHECK(cudaMemcpy(dc.get(), c.data(), dc.bytes(), cudaMemcpyHostToDevice));
-      dout.poison();
-      launch_time_to_channel_first(dc.get<uint16_t>(), dout.get<uint16_t>(), pitch, n, D, 0);
-      std::vector<uint16_t> got(D * pitch);
-      GPU_CHECK(cudaMemcpy(got.data(), dout.get(), dout.bytes(), cudaMemcpyDeviceToHost));
-      for (int64_t ch = 0; ch < D; ++ch)
-        for (int64_t r = 0; r < n; ++r) ASSERT_EQ(got[ch * pitch + r], want[ch * n + r].bits) << "n=" << n << " D=" << D;
-    }
+  for (int64_t n : {1, 33, 100, 130})
+    for (int64_t D : {1, 37, 64, 136})
+      for (bool padded : {false, true}) {
+        const int64_t pitch = padded ? out_pitch(n) : n + 3;
+        std::vector<Half> c(n * D), want(n * D);
+        for (int64_t i = 0; i < n * D; ++i) c[i].bits = static_cast<uint16_t>(i * 7919 + 13);
+        transpose_batched(c.data(), want.data(), 1, n, D);
+        DeviceBuffer dc(c.size() * 2), dout(D * pitch * 2);
+        GPU_CHECK(cudaMemcpy(dc.get(), c.data(), dc.bytes(), cudaMemcpyHostToDevice));
+        dout.poison();
+        const int bytes = launch_time_to_channel_first(dc.get<uint16_t>(), dout.get<uint16_t>(), pitch, n, D, 0);
+        EXPECT_EQ(bytes, padded && D % 8 == 0 && pitch % 8 == 0 ? 16 : 2) << "n=" << n << " D=" << D;
+        std::vector<uint16_t> got(D * pitch);
+        GPU_CHECK(cudaMemcpy(got.data(), dout.get(), dout.bytes(), cudaMemcpyDeviceToHost));
+        for (int64_t ch = 0; ch < D; ++ch)
+          for (int64_t r = 0; r < n; ++r)
+            ASSERT_EQ(got[ch * pitch + r], want[ch * n + r].bits) << "n=" << n << " D=" << D << " padded=" << padded;
+      }
 }
 
 // Every stream and chunk count gives the reference, and the same bits as the serial run: a chunk's

@@ -2,10 +2,12 @@
 // element of C, fp32 accumulation whatever the storage type.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "common/check.h"
 #include "common/device_types.cuh"
+#include "common/util.h"
 
 namespace conv1d {
 
@@ -33,9 +35,8 @@ __global__ void naive_gemm(const T* __restrict__ a, const T* __restrict__ b, T* 
 constexpr int kNaiveTile = 16;  // 16 x 16 = 256 threads per block
 
 inline dim3 naive_gemm_grid(int64_t m, int64_t n) {
-  const int64_t gx = (n + kNaiveTile - 1) / kNaiveTile;
-  const int64_t gy = (m + kNaiveTile - 1) / kNaiveTile;
-  return dim3(static_cast<unsigned>(gx), static_cast<unsigned>(gy < 65535 ? gy : 65535));
+  return dim3(static_cast<unsigned>(ceil_div(n, kNaiveTile)),
+              static_cast<unsigned>(std::min(ceil_div(m, kNaiveTile), kMaxGridY)));
 }
 
 template <class T>

@@ -21,9 +21,30 @@
 
 namespace conv1d::ch02 {
 
-struct DeviceBuffers {
+struct DeviceBuffers {  // the run's device memory: time-first x, weights, A, Bw, C
   DeviceBuffer xt, weight, a, bw, c;
 };
+
+// The chapter's idea in one function: the kernels of preprocess_kernels.cuh replace chapter 01's host
+// steps, launched one batch at a time as in the seed notes. The upload and download around them,
+// the rate models and the registration follow below.
+// [docs:ch02_launches]
+template <class T>
+void launch_per_batch(const FwdProblem& p, RunContext& ctx, DeviceBuffers& d) {
+  using DevT = device_t<T>;
+  const int64_t B = p.shape.batch, D = p.shape.dim, L = p.shape.seqlen;
+  const int W = p.shape.width;
+  for (int64_t b = 0; b < B; ++b)  // one launch per batch, as in the seeds
+    ctx.rec.kernel("preprocess_input", [&] {
+      launch_preprocess_input(d.xt.get<DevT>() + b * L * D, d.a.get<DevT>() + b * L * W * D, 1, L, D, W);
+    });
+  ctx.rec.kernel("expand_weights", [&] { launch_expand_weights(d.weight.get<DevT>(), d.bw.get<DevT>(), D, W); });
+  for (int64_t b = 0; b < B; ++b)
+    ctx.rec.kernel("naive_gemm", [&] {
+      launch_naive_gemm(d.a.get<DevT>() + b * L * W * D, d.bw.get<DevT>(), d.c.get<DevT>() + b * L * D, L, D, W * D);
+    });
+}
+// [/docs:ch02_launches]
 
 inline MemoryNeed memory_need(const Options& o) {
   const ch01::GemmSizes s(o);
@@ -102,24 +123,6 @@ void run_pipeline(const FwdProblem& p, RunContext& ctx, HostArray& out, Launches
   launches(d);
   download<T>(p, ctx, d, out);
 }
-
-// [docs:ch02_launches]
-template <class T>
-void launch_per_batch(const FwdProblem& p, RunContext& ctx, DeviceBuffers& d) {
-  using DevT = device_t<T>;
-  const int64_t B = p.shape.batch, D = p.shape.dim, L = p.shape.seqlen;
-  const int W = p.shape.width;
-  for (int64_t b = 0; b < B; ++b)  // one launch per batch, as in the seeds
-    ctx.rec.kernel("preprocess_input", [&] {
-      launch_preprocess_input(d.xt.get<DevT>() + b * L * D, d.a.get<DevT>() + b * L * W * D, 1, L, D, W);
-    });
-  ctx.rec.kernel("expand_weights", [&] { launch_expand_weights(d.weight.get<DevT>(), d.bw.get<DevT>(), D, W); });
-  for (int64_t b = 0; b < B; ++b)
-    ctx.rec.kernel("naive_gemm", [&] {
-      launch_naive_gemm(d.a.get<DevT>() + b * L * W * D, d.bw.get<DevT>(), d.c.get<DevT>() + b * L * D, L, D, W * D);
-    });
-}
-// [/docs:ch02_launches]
 
 // A variant of this pipeline: `launch(tag, p, ctx, d)` enqueues a chapter's kernels, with tag's ::type
 // the host storage type of the run (float or Half). Chapter 03 passes its own launches.

@@ -14,20 +14,10 @@
 
 #include "common/check.h"
 #include "common/gpu.h"
+#include "common/util.h"
+#include "common/vec.cuh"
 
 namespace conv1d {
-
-// Sixteen bytes per load or store instruction (ld/st.global.v4 on NVIDIA, dwordx4 on AMD): the
-// widest single access, so the fewest instructions per byte and the most bytes in flight per thread.
-struct alignas(16) Word16 {
-  uint32_t lane[4];
-};
-
-// The raw bits of one element of a storage type: fp32 -> uint32_t, fp16 and bf16 -> uint16_t.
-template <int Bytes> struct ElementBits;
-template <> struct ElementBits<2> { using type = uint16_t; };
-template <> struct ElementBits<4> { using type = uint32_t; };
-template <class T> using bits_t = typename ElementBits<static_cast<int>(sizeof(T))>::type;
 
 constexpr int kMaxWidth = 4;  // the widest filter the chapters support (--width 2..4)
 
@@ -43,16 +33,16 @@ inline RowLaunch row_launch(int64_t rows, int64_t words, int64_t planes) {
   unsigned bx = 1;
   while (bx < 128 && bx < words) bx *= 2;
   const unsigned by = 256 / bx;
-  const int64_t gx = (words + bx - 1) / bx;
-  const int64_t gy = std::min<int64_t>((rows + by - 1) / by, 65535);
-  const int64_t gz = std::min<int64_t>(planes, 65535);
+  const int64_t gx = ceil_div(words, bx);
+  const int64_t gy = std::min(ceil_div(rows, by), kMaxGridY);
+  const int64_t gz = std::min(planes, kMaxGridZ);
   return {dim3(static_cast<unsigned>(gx), static_cast<unsigned>(gy), static_cast<unsigned>(gz)), dim3(bx, by)};
 }
 
 // True when rows of `row_bytes` bytes starting at each pointer can be moved in 16-byte words.
-inline bool rows_fit_word16(int64_t row_bytes, std::initializer_list<const void*> pointers) {
+inline bool rows_fit_bytes16(int64_t row_bytes, std::initializer_list<const void*> pointers) {
   bool ok = row_bytes % 16 == 0;
-  for (const void* p : pointers) ok = ok && reinterpret_cast<uintptr_t>(p) % 16 == 0;
+  for (const void* p : pointers) ok = ok && aligned_to(p, 16);
   return ok;
 }
 
@@ -90,7 +80,7 @@ __device__ __forceinline__ Word word_holding(Elem v, int pos) {
     const uint32_t bits = uint32_t(v) << (8 * sizeof(Elem) * (pos % kPerLane));  // little-endian lanes
     Word out;
 #pragma unroll
-    for (int j = 0; j < 4; ++j) out.lane[j] = j == pos / kPerLane ? bits : 0u;  // no dynamic index: registers
+    for (int j = 0; j < 4; ++j) out.v[j] = j == pos / kPerLane ? bits : 0u;  // no dynamic index: registers
     return out;
   }
 }
@@ -131,8 +121,8 @@ void launch_preprocess_input_words(const T* xt, T* a, int64_t batch, int64_t seq
 template <class T>
 int launch_preprocess_input(const T* xt, T* a, int64_t batch, int64_t seqlen, int64_t dim, int width,
                             cudaStream_t s = 0) {
-  if (rows_fit_word16(dim * int64_t(sizeof(T)), {xt, a})) {
-    launch_preprocess_input_words<Word16>(xt, a, batch, seqlen, dim, width, s);
+  if (rows_fit_bytes16(dim * int64_t(sizeof(T)), {xt, a})) {
+    launch_preprocess_input_words<Bytes16>(xt, a, batch, seqlen, dim, width, s);
     return 16;
   }
   launch_preprocess_input_words<bits_t<T>>(xt, a, batch, seqlen, dim, width, s);
@@ -151,8 +141,8 @@ void launch_expand_weights_words(const T* weight, T* bw, int64_t dim, int width,
 // weight [D, W] -> bw [W*D, D].
 template <class T>
 int launch_expand_weights(const T* weight, T* bw, int64_t dim, int width, cudaStream_t s = 0) {
-  if (rows_fit_word16(dim * int64_t(sizeof(T)), {bw})) {
-    launch_expand_weights_words<Word16>(weight, bw, dim, width, s);
+  if (rows_fit_bytes16(dim * int64_t(sizeof(T)), {bw})) {
+    launch_expand_weights_words<Bytes16>(weight, bw, dim, width, s);
     return 16;
   }
   launch_expand_weights_words<bits_t<T>>(weight, bw, dim, width, s);

@@ -9,30 +9,24 @@
 
 namespace conv1d {
 
-// N elements of T in one access: 16 bytes on the fast path, a single element on the fallback.
-template <class T, int N>
-struct alignas(sizeof(T) * N) Pack {
-  T v[N];
-};
-
 // [docs:add_bias]
 // C [rows, D] time-first, in place: the channel of an element is its column. One thread per word of
 // a row, striding over rows; a word's N bias values are loaded once per thread, as one word too.
 template <class T, int N>
-__global__ void add_bias(Pack<T, N>* __restrict__ c, const Pack<T, N>* __restrict__ bias, int64_t rows,
+__global__ void add_bias(Vec<T, N>* __restrict__ c, const Vec<T, N>* __restrict__ bias, int64_t rows,
                          int64_t words, bool silu) {
   const int64_t w = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   if (w >= words) return;
   auto finish_rows = [&](const T* lane_bias) {  // lane_bias: this word's N bias values, or nullptr
     for (int64_t r = blockIdx.y * int64_t(blockDim.y) + threadIdx.y; r < rows; r += int64_t(gridDim.y) * blockDim.y) {
-      Pack<T, N> v = c[r * words + w];
+      Vec<T, N> v = c[r * words + w];
 #pragma unroll
       for (int j = 0; j < N; ++j) v.v[j] = from_float<T>(apply_bias_silu(to_float(v.v[j]), lane_bias, j, silu));
       c[r * words + w] = v;
     }
   };
   if (bias != nullptr) {
-    const Pack<T, N> b = bias[w];
+    const Vec<T, N> b = bias[w];
     finish_rows(b.v);
   } else {
     finish_rows(nullptr);  // --silu without --bias
@@ -44,7 +38,7 @@ template <class T, int N>
 void launch_add_bias_packs(T* c, const T* bias, int64_t rows, int64_t dim, bool silu, cudaStream_t s) {
   const int64_t words = dim / N;
   const RowLaunch g = row_launch(rows, words, 1);
-  add_bias<<<g.grid, g.block, 0, s>>>(reinterpret_cast<Pack<T, N>*>(c), reinterpret_cast<const Pack<T, N>*>(bias),
+  add_bias<<<g.grid, g.block, 0, s>>>(reinterpret_cast<Vec<T, N>*>(c), reinterpret_cast<const Vec<T, N>*>(bias),
                                       rows, words, silu);
   GPU_CHECK_LAUNCH("add_bias");
 }
@@ -54,7 +48,7 @@ void launch_add_bias_packs(T* c, const T* bias, int64_t rows, int64_t dim, bool 
 template <class T>
 int launch_add_bias(T* c, const T* bias, int64_t rows, int64_t dim, bool silu, cudaStream_t s = 0) {
   constexpr int kPerWord = 16 / sizeof(T);
-  if (rows_fit_word16(dim * int64_t(sizeof(T)), {c, bias})) {
+  if (rows_fit_bytes16(dim * int64_t(sizeof(T)), {c, bias})) {
     launch_add_bias_packs<T, kPerWord>(c, bias, rows, dim, silu, s);
     return 16;
   }

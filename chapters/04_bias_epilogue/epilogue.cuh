@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "common/cli.h"
 #include "common/device_types.cuh"
 
 namespace conv1d {
@@ -22,5 +23,11 @@ __device__ __forceinline__ float apply_bias_silu(float acc, const T* __restrict_
   return silu ? __fdividef(z, 1.0f + __expf(-z)) : z;
 }
 // [/docs:apply_bias_silu]
+
+// The epilogue's arithmetic over a whole output, for the rate models: per element the bias add counts
+// 1, SiLU 4 (negate, exponential, add, divide).
+inline double epilogue_flops(const Options& o) {
+  return double(o.batch) * o.seqlen * o.dim * ((o.bias ? 1 : 0) + (o.silu ? 4 : 0));
+}
 
 }  // namespace conv1d

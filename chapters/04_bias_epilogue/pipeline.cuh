@@ -26,11 +26,6 @@ inline MemoryNeed memory_need(const Options& o) {
   return m;
 }
 
-// Per element of C: the bias add counts 1, SiLU 4 (negate, exponential, add, divide).
-inline double epilogue_flops(const Options& o) {
-  return double(o.batch) * o.seqlen * o.dim * ((o.bias ? 1 : 0) + (o.silu ? 4 : 0));
-}
-
 inline KernelModel add_bias_model(const Options& o) {
   // C read and written once more, plus the bias.
   const double c = double(o.batch) * o.seqlen * o.dim;

@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "chapters/05_wmma_gemm/wmma_gemm.cuh"
+#include "chapters/05_wmma_gemm/wmma_common.cuh"
 
 #if defined(CONV1D_HAVE_BLAS)
 #if defined(CONV1D_BACKEND_HIP)

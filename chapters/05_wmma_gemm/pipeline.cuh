@@ -17,7 +17,9 @@
 
 #include "chapters/04_bias_epilogue/pipeline.cuh"
 #include "chapters/05_wmma_gemm/blas_gemm.cuh"
-#include "chapters/05_wmma_gemm/wmma_gemm.cuh"
+#include "chapters/05_wmma_gemm/wmma_block.cuh"
+#include "chapters/05_wmma_gemm/wmma_sparse.cuh"
+#include "chapters/05_wmma_gemm/wmma_warp.cuh"
 
 namespace conv1d::ch05 {
 
@@ -42,18 +44,11 @@ inline GemmArgs gemm_args(const FwdProblem& p, ch02::DeviceBuffers& d, const Dev
 }
 
 // Napkin counts. The dense kernels are charged the whole GEMM (chapter 04's fused model); the sparse
-// one the tensor-core work it does (W 16-wide steps per output) and the bytes it must move: A read,
-// the W*D*16 non-zero diagonal elements of Bw, C written.
+// one's model is in wmma_sparse.cuh.
 inline KernelModel dense_model(const Options& o, const char* kernel) {
   KernelModel m = ch04::fused_gemm_model(o);
   m.kernel = kernel;
   return m;
-}
-inline KernelModel sparse_model(const Options& o) {
-  const double rows = double(o.batch) * o.seqlen, e = dtype_bytes(o.dtype);
-  const double a = rows * o.width * o.dim, c = rows * o.dim, diag = double(o.width) * o.dim * kTile;
-  return {"wmma_gemm_sparse", 2.0 * c * o.width * kTile + ch04::epilogue_flops(o),
-          (a + c + diag + (o.bias ? o.dim : 0)) * e};
 }
 
 inline FwdVariant variant(const std::string& name, const Options& o, const BlockTile& tile) {

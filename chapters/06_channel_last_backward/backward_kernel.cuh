@@ -17,9 +17,12 @@
 #include <cstdint>
 #include <stdexcept>
 
+#include "common/async_copy.cuh"
 #include "common/check.h"
 #include "common/device_types.cuh"
 #include "common/tensor.h"
+#include "common/util.h"
+#include "common/vec.cuh"
 
 namespace conv1d::ch06 {
 
@@ -68,39 +71,20 @@ struct BwdArgs {
   bool vectorized;          // D a multiple of the 16-byte chunk and every tensor 16-byte aligned
 };
 
-template <class T>
-struct alignas(2 * sizeof(T)) TwoChannels {
-  T first, second;
-};
-
 // [docs:ch06_copy]
 // Chunk i (16 bytes, row-major) of a tile whose row 0 is time step `row0` of one batch, copied from
-// global to shared memory; zeros where the chunk falls outside the tensor (the causal zeros before
-// t = 0, nothing after L or past D). On sm_80 and later cp.async does the copy without a register
-// holding the data, so a thread has all its copies in flight at once at little register cost.
-// Vectorized case only: D is a multiple of the chunk, so a chunk lies wholly inside or outside D.
+// global to shared memory asynchronously (common/async_copy.cuh: cp.async on sm_80 and later, so a
+// thread has all its copies in flight at once at little register cost); zeros where the chunk falls
+// outside the tensor (the causal zeros before t = 0, nothing after L or past D). Vectorized case
+// only: D is a multiple of the chunk, so a chunk lies wholly inside or outside D.
 template <class T, int kChannels>
 __device__ inline void copy_chunk_async(T* tile, const T* __restrict__ src, int i, int64_t row0, int64_t seqlen,
                                         int64_t dim, int64_t c0) {
-  constexpr int kPerChunk = 16 / int(sizeof(T)), kChunksPerRow = kChannels / kPerChunk;
+  constexpr int kChunksPerRow = kChannels / kPer16<T>;
   const int64_t row = row0 + i / kChunksPerRow;
-  const int64_t c = c0 + (i % kChunksPerRow) * kPerChunk;
+  const int64_t c = c0 + (i % kChunksPerRow) * kPer16<T>;
   const bool inside = row >= 0 && row < seqlen && c < dim;
-  const T* from = inside ? src + row * dim + c : src;
-  uint4* to = reinterpret_cast<uint4*>(tile) + i;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  const unsigned to_shared = static_cast<unsigned>(__cvta_generic_to_shared(to));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(to_shared), "l"(from), "r"(inside ? 16 : 0));
-#else
-  *to = inside ? *reinterpret_cast<const uint4*>(from) : make_uint4(0, 0, 0, 0);
-#endif
-}
-
-// Waits for this thread's copy_chunk_async copies (a barrier then makes everyone's visible).
-__device__ inline void wait_async_copies() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.wait_all;\n" ::: "memory");
-#endif
+  copy16_async(reinterpret_cast<Bytes16*>(tile) + i, inside ? src + row * dim + c : src, inside ? 16 : 0);
 }
 // [/docs:ch06_copy]
 
@@ -114,8 +98,8 @@ __device__ inline T element_or_zero(const T* __restrict__ src, int64_t row, int6
 // The two channels at (row, lc) of a shared-memory tile, in fp32.
 template <class T, int kChannels>
 __device__ inline float2 two_at(const T* tile, int row, int lc) {
-  const TwoChannels<T> v = *reinterpret_cast<const TwoChannels<T>*>(tile + row * kChannels + lc);
-  return make_float2(to_float(v.first), to_float(v.second));
+  const Vec<T, 2> v = *reinterpret_cast<const Vec<T, 2>*>(tile + row * kChannels + lc);
+  return make_float2(to_float(v.v[0]), to_float(v.v[1]));
 }
 
 // silu'(z) in fp32 with the fast exponential (relative error about 1e-6 where it matters).
@@ -136,7 +120,7 @@ __global__ void __launch_bounds__(TileT::kThreads, TileT::kMinBlocksPerSM) conv_
   constexpr int kXRows = kRows + (W - 1) + (kSilu ? W - 1 : 0), kGRows = kRows + (W - 1);
   constexpr int kChunksPerRow = kCh * int(sizeof(T)) / 16;
   constexpr int kXChunks = kXRows * kChunksPerRow, kGChunks = kGRows * kChunksPerRow;
-  constexpr int kXCopies = (kXChunks + kThreads - 1) / kThreads, kGCopies = (kGChunks + kThreads - 1) / kThreads;
+  constexpr int kXCopies = ceil_div(kXChunks, kThreads), kGCopies = ceil_div(kGChunks, kThreads);
   constexpr int kTileBytes = (kXRows + kGRows) * kCh * int(sizeof(T));
   constexpr int kSumBytes = TileT::kRowGroups * (W + 1) * kCh * int(sizeof(float));
   alignas(16) __shared__ unsigned char smem[kTileBytes > kSumBytes ? kTileBytes : kSumBytes];
@@ -174,7 +158,7 @@ __global__ void __launch_bounds__(TileT::kThreads, TileT::kMinBlocksPerSM) conv_
       for (int i = 0; i < kGCopies; ++i)
         if (i * kThreads + tid < kGChunks)
           copy_chunk_async<T, kCh>(gs, a.dout + base, i * kThreads + tid, l0, a.seqlen, a.dim, c0);
-      wait_async_copies();
+      async_wait_all();
     } else {  // D not a multiple of the chunk: element by element (not tuned)
 #pragma unroll 1
       for (int e = tid; e < kXRows * kCh; e += kThreads)
@@ -230,7 +214,7 @@ __global__ void __launch_bounds__(TileT::kThreads, TileT::kMinBlocksPerSM) conv_
         const int64_t d = c0 + lc;
         T* p = a.dx + base + row * a.dim + d;
         if (a.vectorized) {
-          if (d < a.dim) *reinterpret_cast<TwoChannels<T>*>(p) = {from_float<T>(dx[0]), from_float<T>(dx[1])};
+          if (d < a.dim) *reinterpret_cast<Vec<T, 2>*>(p) = {from_float<T>(dx[0]), from_float<T>(dx[1])};
         } else {
           if (d < a.dim) p[0] = from_float<T>(dx[0]);
           if (d + 1 < a.dim) p[1] = from_float<T>(dx[1]);
@@ -310,22 +294,21 @@ struct BwdPlan {
 // nothing and every halving of the block count halves the partial sums written and read again.
 constexpr int64_t kFillBlocks = 8192;
 constexpr int64_t kMaxAutoTilesPerBlock = 8;
-constexpr int64_t kMaxGridY = 65535;
 
 template <class TileT = DefaultTile>
 BwdPlan plan_backward(const ConvShape& s, Reduction r, int64_t tiles_per_block = 0 /* 0: choose */) {
   BwdPlan p;
-  p.tiles_per_seq = (s.seqlen + TileT::kRows - 1) / TileT::kRows;
-  p.blocks_x = (s.dim + TileT::kChannels - 1) / TileT::kChannels;
+  p.tiles_per_seq = ceil_div(s.seqlen, TileT::kRows);
+  p.blocks_x = ceil_div(s.dim, TileT::kChannels);
   const int64_t tiles = s.batch * p.tiles_per_seq;
   int64_t n = tiles_per_block;
   if (n <= 0) {
     n = 1;
     while (n < kMaxAutoTilesPerBlock && p.blocks_x * ((tiles + 2 * n - 1) / (2 * n)) >= kFillBlocks) n *= 2;
   }
-  n = std::max(n, (tiles + kMaxGridY - 1) / kMaxGridY);  // the grid's y dimension stops at 65535
+  n = std::max(n, ceil_div(tiles, kMaxGridY));  // the grid's y dimension stops at 65535
   p.tiles_per_block = std::min(n, tiles);
-  p.blocks_y = (tiles + p.tiles_per_block - 1) / p.tiles_per_block;
+  p.blocks_y = ceil_div(tiles, p.tiles_per_block);
   if (r == Reduction::atomic) p.sink = GradSink::atomics;
   else p.sink = p.blocks_y == 1 ? GradSink::final_values : GradSink::partials;
   return p;
@@ -352,7 +335,7 @@ void launch_conv_bwd(const BwdArgs<T>& a, int width, bool silu, const BwdPlan& p
 inline void launch_reduce_weight_grads(const float* partials, int64_t block_rows, int64_t dim, int width,
                                        float* dweight, float* dbias, cudaStream_t stream) {
   const int64_t outputs = int64_t(width + 1) * dim;
-  const dim3 grid(static_cast<unsigned>((outputs + kReduceColumns - 1) / kReduceColumns));
+  const dim3 grid(static_cast<unsigned>(ceil_div(outputs, kReduceColumns)));
   reduce_weight_grads<<<grid, dim3(kReduceColumns, kReduceLanes), 0, stream>>>(partials, block_rows, dim, width,
                                                                                dweight, dbias);
   GPU_CHECK_LAUNCH("reduce_weight_grads");

@@ -1,14 +1,13 @@
 // Chapter 06 - the backward pass in channel-last layout. See docs/06_channel_last_backward.md.
 //
-// Not a forward chapter, so it assembles its frame from the runner's pieces: the same command line and
-// exit codes, verification on poisoned outputs before and after timing, phase table, rates against the
-// copy ceiling of this run and the same --summary files as every chapter. Its variants are the two
-// ways of adding up dweight and dbias (--reduction), measured one after the other on the same inputs.
+// The kernels are in backward_kernel.cuh, one run of them in pipeline.cuh; this file is the chapter on
+// the frame every chapter runs in (common/runner.h): its rate model, the check of dx, dweight and
+// dbias against the fp64 reference, and its variants, the two ways of adding up dweight and dbias
+// (--reduction), measured one after the other on the same inputs.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -88,7 +87,6 @@ CheckResult check_outputs(const BwdProblem& p, VariantState& st) {
 
 void save_inputs(const BwdProblem& p, const std::string& dir) {
   const Options& o = p.opt;
-  std::filesystem::create_directories(dir);
   write_npy(dir + "/x.npy", p.x, {o.batch, o.seqlen, o.dim});
   write_npy(dir + "/dout.npy", p.dout, {o.batch, o.seqlen, o.dim});
   write_npy(dir + "/weight.npy", p.weight, {o.dim, o.width});
@@ -123,6 +121,9 @@ MeasuredVariant make_variant(const BwdProblem& p, BwdBuffers& buf, VariantState&
   };
   m.check = [&p, &st] { return check_outputs(p, st); };
   m.save_npy = [&p, &st](const std::string& dir) { save_outputs(st, p.opt, dir); };
+  // The whole backward (every kernel of a run) against the same bytes: the figure the goal is about.
+  m.whole_run_name = "whole backward";
+  m.whole_run_bytes = tensor_bytes(p.opt);
   return m;
 }
 
@@ -140,75 +141,84 @@ void compare_reductions(const BwdProblem& p, const VariantState& a, const Varian
               same ? "bitwise identical" : "not bitwise identical (atomics add in the order the blocks finish)");
 }
 
-int run_chapter(int argc, char** argv) {
-  const ChapterSpec spec = chapter_spec();
-  Options opt;
-  BwdFlags flags;
-  int rc = handle_command_line(argc, argv, spec, &opt, chapter_flags(&opt, &flags));
-  if (rc >= 0) return rc;
-  rc = handle_missing_gpu(spec);
-  if (rc >= 0) return rc;
-  return run_reporting_errors(spec, [&] {
-    const DeviceInfo dev = query_device();
-    const ConvShape shape{opt.batch, opt.dim, opt.seqlen, opt.width};
-    std::vector<std::unique_ptr<VariantState>> states;
-    int64_t partial_floats = 0;
-    for (Reduction r : {Reduction::deterministic, Reduction::atomic}) {
-      const bool det = r == Reduction::deterministic;
-      if (flags.reduction != "both" && flags.reduction != (det ? "deterministic" : "atomic")) continue;
-      auto st = std::make_unique<VariantState>();
-      st->reduction = r;
-      st->plan = plan_backward(shape, r, flags.tiles_per_block);
-      st->name = std::string(det ? "deterministic" : "atomic") +
-                 (flags.tiles_per_block ? "@" + std::to_string(st->plan.tiles_per_block) : "");
-      partial_floats = std::max(partial_floats, st->plan.partial_floats(opt.width, opt.dim));
-      states.push_back(std::move(st));
-    }
+// The chapter on the frame (common/runner.h): its flags, memory, problem, variants and report.
+class BackwardChapter : public Chapter {
+ public:
+  BackwardChapter() : Chapter(chapter_spec()) {}
 
+  std::vector<ExtraFlag> flags(Options* opt) override { return chapter_flags(opt, &flags_); }
+
+  MemoryNeed memory(const Frame& f) override {
+    make_states(f.opt);
+    const Options& opt = f.opt;
+    const ConvShape shape{opt.batch, opt.dim, opt.seqlen, opt.width};
     const int64_t n = shape.elements(), e = dtype_bytes(opt.dtype);
     MemoryNeed need;
-    need.device_bytes = problem_device_bytes(opt, partial_floats) + frame_device_bytes(dev);
+    need.device_bytes = problem_device_bytes(opt, partial_floats_);
     // x, dout and one dx per variant in the storage type; x, dout, the reference dx in fp64; the
     // reference's scratch.
-    need.host_bytes = n * (int64_t(2 + states.size()) * e + 3 * 8) + reference_backward_scratch_bytes(shape);
-    const std::string err = check_memory(need);
-    if (!err.empty()) {
-      std::fprintf(stderr, "%s: %s\n", spec.exe_name().c_str(), err.c_str());
-      return 2;
-    }
+    need.host_bytes = n * (int64_t(2 + states_.size()) * e + 3 * 8) + reference_backward_scratch_bytes(shape);
+    return need;
+  }
 
-    print_run_header(spec, opt, dev);
-    if (!flags.preset.empty()) std::printf("preset: %s (flags after --preset override it)\n", flags.preset.c_str());
-    for (const auto& st : states) std::printf("%s: %s\n", st->name.c_str(), describe(st->plan, opt).c_str());
-    const int64_t t_ref = host_now_ns();
-    const BwdProblem p = make_backward_problem(opt);
-    std::printf("inputs and fp64 reference: %.2f s on the CPU; tolerances: dx atol %.0e + rtol %.0e, "
-                "dweight atol %.3e + rtol %.0e, dbias atol %.3e + rtol %.0e\n",
-                (host_now_ns() - t_ref) * 1e-9, p.dx_tol.atol, p.dx_tol.rtol, p.dweight_tol.atol, p.dweight_tol.rtol,
-                p.dbias_tol.atol, p.dbias_tol.rtol);
-    const double ceiling = report_copy_ceiling(dev);
-    if (!opt.save_npy.empty()) save_inputs(p, opt.save_npy);
+  void describe(const Frame& f) override {
+    if (!flags_.preset.empty()) std::printf("preset: %s (flags after --preset override it)\n", flags_.preset.c_str());
+    for (const auto& st : states_) std::printf("%s: %s\n", st->name.c_str(), ch06::describe(st->plan, f.opt).c_str());
+  }
 
-    BwdBuffers buf = upload_problem(p, partial_floats);
-    L2Flusher flusher;
-    std::vector<VariantResult> results;
-    for (const auto& st : states) {
-      st->out = empty_outputs(p);
-      VariantResult r = measure_variant(make_variant(p, buf, *st), opt, flusher, ceiling, states.size() > 1);
-      // The whole backward (every kernel of a run) against the same bytes: the figure the goal is about.
-      KernelResult all{"whole backward", r.device_ms.median, 0, 0};
-      if (all.ms > 0) all.gbs = tensor_bytes(opt) / (all.ms * 1e-3) / 1e9;
-      std::printf("  whole backward (all kernels): %.3f ms per run, %.1f GB/s = %.1f%% of the copy ceiling\n", all.ms,
-                  all.gbs, 100.0 * all.gbs / ceiling);
-      r.kernels.push_back(all);
-      results.push_back(r);
+  std::string make_problem(const Frame& f) override {
+    p_ = make_backward_problem(f.opt);
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "; tolerances: dx atol %.0e + rtol %.0e, dweight atol %.3e + rtol %.0e, "
+                  "dbias atol %.3e + rtol %.0e", p_.dx_tol.atol, p_.dx_tol.rtol, p_.dweight_tol.atol,
+                  p_.dweight_tol.rtol, p_.dbias_tol.atol, p_.dbias_tol.rtol);
+    return buf;
+  }
+
+  void save_inputs(const std::string& dir) override { ch06::save_inputs(p_, dir); }
+
+  std::vector<MeasuredVariant> variants(const Frame&) override {
+    buf_ = upload_problem(p_, partial_floats_);
+    std::vector<MeasuredVariant> vs;
+    for (const auto& st : states_) {
+      st->out = empty_outputs(p_);
+      vs.push_back(make_variant(p_, buf_, *st));
     }
-    if (states.size() == 2) compare_reductions(p, *states[0], *states[1]);
-    return report_variants(spec, opt, dev.name, results, ceiling);
-  });
-}
+    return vs;
+  }
+
+  void report(const Frame&, std::vector<VariantResult>&) override {
+    if (states_.size() == 2) compare_reductions(p_, *states_[0], *states_[1]);
+  }
+
+ private:
+  // One state per reduction asked for (--reduction), with its plan.
+  void make_states(const Options& opt) {
+    const ConvShape shape{opt.batch, opt.dim, opt.seqlen, opt.width};
+    for (Reduction r : {Reduction::deterministic, Reduction::atomic}) {
+      const bool det = r == Reduction::deterministic;
+      if (flags_.reduction != "both" && flags_.reduction != (det ? "deterministic" : "atomic")) continue;
+      auto st = std::make_unique<VariantState>();
+      st->reduction = r;
+      st->plan = plan_backward(shape, r, flags_.tiles_per_block);
+      st->name = std::string(det ? "deterministic" : "atomic") +
+                 (flags_.tiles_per_block ? "@" + std::to_string(st->plan.tiles_per_block) : "");
+      partial_floats_ = std::max(partial_floats_, st->plan.partial_floats(opt.width, opt.dim));
+      states_.push_back(std::move(st));
+    }
+  }
+
+  BwdFlags flags_;
+  std::vector<std::unique_ptr<VariantState>> states_;
+  int64_t partial_floats_ = 0;
+  BwdProblem p_;
+  BwdBuffers buf_;
+};
 
 }  // namespace
 }  // namespace conv1d::ch06
 
-int main(int argc, char** argv) { return conv1d::ch06::run_chapter(argc, argv); }
+int main(int argc, char** argv) {
+  conv1d::ch06::BackwardChapter chapter;
+  return conv1d::run_chapter(argc, argv, chapter);
+}

@@ -72,8 +72,6 @@ inline BwdOutputs empty_outputs(const BwdProblem& p) {
   return o;
 }
 
-inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
 // [docs:ch06_run]
 template <class HostT, class TileT = DefaultTile>  // host storage type: float, Half or BFloat16
 void run_backward(const BwdBuffers& b, const ConvShape& s, bool silu, bool has_bias, const BwdPlan& plan,
@@ -94,7 +92,7 @@ void run_backward(const BwdBuffers& b, const ConvShape& s, bool silu, bool has_b
   a.dim = s.dim;
   a.tiles_per_seq = plan.tiles_per_seq;
   a.tiles_per_block = plan.tiles_per_block;
-  a.vectorized = s.dim % (16 / sizeof(T)) == 0 && aligned16(a.x) && aligned16(a.dout) && aligned16(a.dx);
+  a.vectorized = s.dim % kPer16<T> == 0 && aligned_to(a.x, 16) && aligned_to(a.dout, 16) && aligned_to(a.dx, 16);
 
   if (plan.sink == GradSink::atomics)
     rec.kernel("memset dweight, dbias", [&] {

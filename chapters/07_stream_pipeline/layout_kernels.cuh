@@ -6,52 +6,93 @@
 //   time_to_channel_first       C [n][D] (time-first, as the GEMM writes it) -> out [D][pitch]
 //
 // Both only move 16-bit patterns (fp16 here), so they work on uint16_t. Each turns rows into columns,
-// so each goes through a shared-memory tile: read along one side, written along the other, and
-// both sides of global memory are touched in whole consecutive runs (coalesced).
+// so each goes through a shared-memory tile: read along one side, written along the other, and both
+// sides of global memory are touched in whole consecutive runs (coalesced). Like chapter 02's
+// kernels, each moves 16 bytes per global access where the sizes allow it (D a multiple of 8, and
+// chunk buffers whose rows are padded to whole tiles: img2col_pitch() and out_pitch() say how), and
+// single elements otherwise. The tile is transposed in shared memory one element at a time, which is
+// cheap next to the global traffic.
 #pragma once
 
 #include <cstdint>
 
 #include "common/check.h"
 #include "common/gpu.h"
+#include "common/util.h"
+#include "common/vec.cuh"
 
 namespace conv1d::ch07 {
 
-constexpr int kImgTile = 64;  // time rows x channels per block of img2col_channel_first
-constexpr int kImgThreads = 256;
-// A shared row holds 64 + W-1 <= 67 times of one channel. 69 halves: two channels apart is 69 words,
-// an odd number, so the 32 threads reading a channel pair each at the same time hit 32 banks.
-constexpr int kImgPitch = 69;
+constexpr int kLayoutTile = 64;    // time rows x channels per block of either kernel
+constexpr int kLayoutThreads = 256;
+constexpr int kHalves16 = 8;       // fp16 elements in 16 bytes
+
+// Row pitches of the chunk buffers that let both kernels take their 16-byte paths: a whole number of
+// tiles, plus (for x) the 8 columns that the halo of the last tile reaches into.
+inline int64_t img2col_pitch(int64_t n) { return ceil_div(n, kLayoutTile) * kLayoutTile + kHalves16; }
+inline int64_t out_pitch(int64_t n) { return ceil_div(n, kLayoutTile) * kLayoutTile; }
+
+// Shared tiles are indexed [row][column] with rows padded by 2 halves (one 4-byte bank word): the
+// transposing reads walk down a column, and an odd number of words per row spreads them over banks.
+constexpr int kImgCols = kLayoutTile + kHalves16;  // times a tile of img2col reads: 64 + the halo, in vectors
+constexpr int kImgPitch = kImgCols + 2;
+constexpr int kOutPitch = kLayoutTile + 2;
+
+// Four 4-byte words of 16-bit lanes from 8 halves, and back.
+__device__ __forceinline__ Bytes16 pack8(const uint16_t* h) {
+  Bytes16 v;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) v.v[j] = uint32_t(h[2 * j]) | (uint32_t(h[2 * j + 1]) << 16);
+  return v;
+}
 
 // [docs:img2col_channel_first]
 // A[r, k*D + c] = x(c, t0 - (W-1) + r + k), where the chunk buffer holds x(c, t0 - (W-1) + j) at
-// column j of row c, and columns j < skip lie before t = 0 (zeros: they are never read, so the
-// buffer can hold anything there). kPair: D is even, so a thread stores two channels as one word.
-template <bool kPair>
-__global__ void __launch_bounds__(kImgThreads)
+// column j of row c, and columns j < skip lie before t = 0: zeros (the buffer may hold anything
+// there, as it may past column n + W - 1). kVec: 16-byte loads of 8 times of one channel, 16-byte
+// stores of 8 channels of one row of A; otherwise one element per access.
+template <bool kVec>
+__global__ void __launch_bounds__(kLayoutThreads)
     img2col_channel_first(const uint16_t* __restrict__ x, int64_t x_pitch, int skip, uint16_t* __restrict__ a,
                           int64_t n, int64_t dim, int width) {
-  __shared__ uint16_t tile[kImgTile][kImgPitch];  // [channel][time], the W-1 halo included
-  const int64_t r0 = int64_t(blockIdx.x) * kImgTile, c0 = int64_t(blockIdx.y) * kImgTile;
-  const int cols = kImgTile + width - 1;
-  // 1. Read: consecutive threads take consecutive times of one channel.
-  for (int i = threadIdx.x; i < kImgTile * cols; i += kImgThreads) {
-    const int c = i / cols, j = i % cols;
+  __shared__ __align__(16) uint16_t tile[kLayoutTile][kImgPitch];  // [channel][time], the halo included
+  const int64_t r0 = int64_t(blockIdx.x) * kLayoutTile, c0 = int64_t(blockIdx.y) * kLayoutTile;
+  const int64_t valid_end = n + width - 1;  // columns [skip, valid_end) hold inputs
+  constexpr int kPer = kVec ? kHalves16 : 1;
+  // 1. Read: consecutive threads take consecutive runs of times of one channel.
+  constexpr int kRuns = kImgCols / kPer;  // per channel
+  for (int i = threadIdx.x; i < kLayoutTile * kRuns; i += kLayoutThreads) {
+    const int c = i / kRuns, j = (i % kRuns) * kPer;
     const int64_t col = r0 + j;
-    const bool ok = c0 + c < dim && col >= skip && col < n + width - 1;
-    tile[c][j] = ok ? x[(c0 + c) * x_pitch + col] : uint16_t(0);
+    uint16_t h[kPer];
+    if (c0 + c < dim && (kVec || col < valid_end)) {
+      if constexpr (kVec) {
+        const Bytes16 v = *reinterpret_cast<const Bytes16*>(x + (c0 + c) * x_pitch + col);
+#pragma unroll
+        for (int e = 0; e < kPer; ++e) h[e] = static_cast<uint16_t>(v.v[e / 2] >> (16 * (e % 2)));
+      } else {
+        h[0] = x[(c0 + c) * x_pitch + col];
+      }
+    } else {
+#pragma unroll
+      for (int e = 0; e < kPer; ++e) h[e] = 0;
+    }
+#pragma unroll
+    for (int e = 0; e < kPer; ++e) tile[c][j + e] = col + e >= skip && col + e < valid_end ? h[e] : uint16_t(0);
   }
   __syncthreads();
-  // 2. Write: consecutive threads take consecutive channels of one row of A, for each tap k.
-  constexpr int kPer = kPair ? 2 : 1;
-  constexpr int kLanes = kImgTile / kPer;
-  for (int i = threadIdx.x; i < kImgTile * width * kLanes; i += kImgThreads) {
-    const int lane = i % kLanes, k = (i / kLanes) % width, r = i / (kLanes * width);
-    const int c = lane * kPer;
-    if (r0 + r >= n || c0 + c >= dim) continue;
+  // 2. Write: consecutive threads take consecutive runs of channels of one row of A, for each tap k.
+  constexpr int kGroups = kLayoutTile / kPer;  // runs of channels per row and tap
+  for (int i = threadIdx.x; i < kLayoutTile * width * kGroups; i += kLayoutThreads) {
+    const int g = i % kGroups, k = (i / kGroups) % width, r = i / (kGroups * width);
+    const int c = g * kPer;
+    if (r0 + r >= n || c0 + c >= dim) continue;  // with kVec, D % 8 == 0: a run is wholly in or out
     uint16_t* dst = a + (r0 + r) * width * dim + k * dim + c0 + c;
-    if constexpr (kPair) {  // c0 + c even and D even: both channels exist, the word is aligned
-      *reinterpret_cast<uint32_t*>(dst) = uint32_t(tile[c][r + k]) | (uint32_t(tile[c + 1][r + k]) << 16);
+    if constexpr (kVec) {
+      uint16_t h[kPer];
+#pragma unroll
+      for (int e = 0; e < kPer; ++e) h[e] = tile[c + e][r + k];
+      *reinterpret_cast<Bytes16*>(dst) = pack8(h);
     } else {
       *dst = tile[c][r + k];
     }
@@ -59,45 +100,71 @@ __global__ void __launch_bounds__(kImgThreads)
 }
 // [/docs:img2col_channel_first]
 
-constexpr int kTransTile = 32;
-constexpr int kTransRows = 8;  // block 32 x 8, each thread moves 4 elements each way
-
-// out[c * out_pitch + r] = C[r * dim + c] for r < n, c < dim: the classic tiled transpose. Rows of the
-// tile are padded to 33 elements, so a warp reading one column of it spreads over the banks (two
-// 16-bit elements share a bank word: a 2-way conflict at worst, in a kernel that is small next to
-// the chunk's copies).
-__global__ void time_to_channel_first(const uint16_t* __restrict__ c_mat, uint16_t* __restrict__ out,
-                                      int64_t out_pitch, int64_t n, int64_t dim) {
-  __shared__ uint16_t tile[kTransTile][kTransTile + 1];
-  const int64_t r0 = int64_t(blockIdx.x) * kTransTile, c0 = int64_t(blockIdx.y) * kTransTile;
-  for (int y = threadIdx.y; y < kTransTile; y += kTransRows) {
-    const int64_t r = r0 + y, c = c0 + threadIdx.x;
-    if (r < n && c < dim) tile[y][threadIdx.x] = c_mat[r * dim + c];
+// out[c * pitch + r] = C[r * dim + c] for r < n, c < dim. kVec: 16-byte loads of 8 channels of one
+// time, 16-byte stores of 8 times of one channel (times past n get zeros: the buffer's padding).
+template <bool kVec>
+__global__ void __launch_bounds__(kLayoutThreads)
+    time_to_channel_first(const uint16_t* __restrict__ c_mat, uint16_t* __restrict__ out, int64_t pitch, int64_t n,
+                          int64_t dim) {
+  __shared__ __align__(16) uint16_t tile[kLayoutTile][kOutPitch];  // [time][channel]
+  const int64_t r0 = int64_t(blockIdx.x) * kLayoutTile, c0 = int64_t(blockIdx.y) * kLayoutTile;
+  constexpr int kPer = kVec ? kHalves16 : 1;
+  constexpr int kRuns = kLayoutTile / kPer;
+  // 1. Read: consecutive threads take consecutive runs of channels of one time.
+  for (int i = threadIdx.x; i < kLayoutTile * kRuns; i += kLayoutThreads) {
+    const int r = i / kRuns, c = (i % kRuns) * kPer;
+    const bool inside = r0 + r < n && c0 + c < dim;  // with kVec, a run is wholly in or out
+    if constexpr (kVec) {
+      const Bytes16 v = inside ? *reinterpret_cast<const Bytes16*>(c_mat + (r0 + r) * dim + c0 + c) : Bytes16{};
+#pragma unroll
+      for (int e = 0; e < kPer; ++e) tile[r][c + e] = static_cast<uint16_t>(v.v[e / 2] >> (16 * (e % 2)));
+    } else {
+      tile[r][c] = inside ? c_mat[(r0 + r) * dim + c0 + c] : uint16_t(0);
+    }
   }
   __syncthreads();
-  for (int y = threadIdx.y; y < kTransTile; y += kTransRows) {
-    const int64_t c = c0 + y, r = r0 + threadIdx.x;
-    if (r < n && c < dim) out[c * out_pitch + r] = tile[threadIdx.x][y];
+  // 2. Write: consecutive threads take consecutive runs of times of one channel.
+  for (int i = threadIdx.x; i < kLayoutTile * kRuns; i += kLayoutThreads) {
+    const int c = i / kRuns, r = (i % kRuns) * kPer;
+    if (c0 + c >= dim) continue;
+    uint16_t* dst = out + (c0 + c) * pitch + r0 + r;
+    if constexpr (kVec) {  // the buffer's rows are whole tiles long: the run is inside it
+      uint16_t h[kPer];
+#pragma unroll
+      for (int e = 0; e < kPer; ++e) h[e] = tile[r + e][c];
+      *reinterpret_cast<Bytes16*>(dst) = pack8(h);
+    } else if (r0 + r < n) {
+      *dst = tile[r][c];
+    }
   }
 }
 
-inline void launch_img2col_channel_first(const uint16_t* x, int64_t x_pitch, int skip, uint16_t* a, int64_t n,
-                                         int64_t dim, int width, cudaStream_t s) {
-  const dim3 grid(static_cast<unsigned>((n + kImgTile - 1) / kImgTile),
-                  static_cast<unsigned>((dim + kImgTile - 1) / kImgTile));
-  if (dim % 2 == 0)
-    img2col_channel_first<true><<<grid, kImgThreads, 0, s>>>(x, x_pitch, skip, a, n, dim, width);
+// Launchers: the 16-byte path when D and the buffers allow it. Each returns the bytes one thread
+// moves per global access (16, or 2), so tests can see which path ran.
+inline int launch_img2col_channel_first(const uint16_t* x, int64_t x_pitch, int skip, uint16_t* a, int64_t n,
+                                        int64_t dim, int width, cudaStream_t s) {
+  const dim3 grid(static_cast<unsigned>(ceil_div(n, kLayoutTile)), static_cast<unsigned>(ceil_div(dim, kLayoutTile)));
+  const bool vec = dim % kHalves16 == 0 && x_pitch % kHalves16 == 0 && x_pitch >= img2col_pitch(n) &&
+                   aligned_to(x, 16) && aligned_to(a, 16);
+  if (vec)
+    img2col_channel_first<true><<<grid, kLayoutThreads, 0, s>>>(x, x_pitch, skip, a, n, dim, width);
   else
-    img2col_channel_first<false><<<grid, kImgThreads, 0, s>>>(x, x_pitch, skip, a, n, dim, width);
+    img2col_channel_first<false><<<grid, kLayoutThreads, 0, s>>>(x, x_pitch, skip, a, n, dim, width);
   GPU_CHECK_LAUNCH("img2col_channel_first");
+  return vec ? 16 : 2;
 }
 
-inline void launch_time_to_channel_first(const uint16_t* c_mat, uint16_t* out, int64_t out_pitch, int64_t n,
-                                         int64_t dim, cudaStream_t s) {
-  const dim3 grid(static_cast<unsigned>((n + kTransTile - 1) / kTransTile),
-                  static_cast<unsigned>((dim + kTransTile - 1) / kTransTile));
-  time_to_channel_first<<<grid, dim3(kTransTile, kTransRows), 0, s>>>(c_mat, out, out_pitch, n, dim);
+inline int launch_time_to_channel_first(const uint16_t* c_mat, uint16_t* out, int64_t pitch, int64_t n, int64_t dim,
+                                        cudaStream_t s) {
+  const dim3 grid(static_cast<unsigned>(ceil_div(n, kLayoutTile)), static_cast<unsigned>(ceil_div(dim, kLayoutTile)));
+  const bool vec = dim % kHalves16 == 0 && pitch % kHalves16 == 0 && pitch >= out_pitch(n) && aligned_to(c_mat, 16) &&
+                   aligned_to(out, 16);
+  if (vec)
+    time_to_channel_first<true><<<grid, kLayoutThreads, 0, s>>>(c_mat, out, pitch, n, dim);
+  else
+    time_to_channel_first<false><<<grid, kLayoutThreads, 0, s>>>(c_mat, out, pitch, n, dim);
   GPU_CHECK_LAUNCH("time_to_channel_first");
+  return vec ? 16 : 2;
 }
 
 }  // namespace conv1d::ch07

@@ -16,7 +16,6 @@
 #include <fstream>
 #include <map>
 
-#include "chapters/05_wmma_gemm/pipeline.cuh"
 #include "chapters/07_stream_pipeline/pipeline.cuh"
 #include "common/npy.h"
 #include "common/device.h"
@@ -223,74 +222,68 @@ std::string fmt(const char* format, double v) {
   return buf;
 }
 
-int run_chapter(int argc, char** argv) {
-  const ChapterSpec spec = chapter_spec();
-  Options opt;
-  Flags flags;
-  int rc = handle_command_line(argc, argv, spec, &opt, chapter_flags(&flags));
-  if (rc >= 0) return rc;
-  const bool pinned = flags.host_memory == "pinned";
-  if (flags.variant == "graph" && !pinned) {
-    std::fprintf(stderr, "%s: --variant graph needs --host-memory pinned (a graph cannot copy pageable memory)\n",
-                 spec.exe_name().c_str());
-    return 2;
+// The chapter on the frame (common/runner.h).
+class PipelineChapter : public ForwardProblemChapter {
+ public:
+  PipelineChapter() : ForwardProblemChapter(chapter_spec()) {}
+
+  std::vector<ExtraFlag> flags(Options*) override { return chapter_flags(&flags_); }
+
+  std::string check(const Options&) override {
+    if (flags_.variant == "graph" && !pinned())
+      return "--variant graph needs --host-memory pinned (a graph cannot copy pageable memory)";
+    return "";
   }
-  rc = handle_missing_gpu(spec);
-  if (rc >= 0) return rc;
-  const std::string exe = spec.exe_name();
-  try {
-    const DeviceInfo dev = query_device();
+
+  MemoryNeed memory(const Frame& f) override {
+    const Options& opt = f.opt;
     const ConvShape shape{opt.batch, opt.dim, opt.seqlen, opt.width};
-    std::vector<std::unique_ptr<VariantState>> states;
     for (const char* kind : {"pipelined", "serial", "graph"}) {
-      if (flags.variant != "all" && flags.variant != kind) continue;
-      if (std::string(kind) == "graph" && !pinned) {
+      if (flags_.variant != "all" && flags_.variant != kind) continue;
+      if (std::string(kind) == "graph" && !pinned()) {
         std::printf("graph: skipped with --host-memory pageable (a graph cannot copy pageable memory)\n");
         continue;
       }
       auto st = std::make_unique<VariantState>();
       st->kind = kind;
-      st->name = std::string(kind) + (pinned ? "" : "-pageable");
-      states.push_back(std::move(st));
+      st->name = std::string(kind) + (pinned() ? "" : "-pageable");
+      states_.push_back(std::move(st));
     }
-    const int64_t n = shape.elements();
     MemoryNeed need;
-    for (const auto& st : states)
-      need.device_bytes += Pipeline::device_bytes(shape, st->kind == "serial" ? 1 : int(flags.streams), flags.chunks);
-    need.device_bytes += frame_device_bytes(dev) + bandwidth_bytes(dev);
+    for (const auto& st : states_)
+      need.device_bytes += Pipeline::device_bytes(shape, streams_of(*st), flags_.chunks);
+    need.device_bytes += bandwidth_bytes(f.dev);
     // x and out (frame's, chapter's, one per variant for the check) in fp16; x and the reference in
     // fp64 (+ slack); the pinned buffer of the bandwidth measurement.
-    need.host_bytes = n * (int64_t(4 + states.size()) * 2 + 3 * 8) + bandwidth_bytes(dev);
-    const std::string err = check_memory(need);
-    if (!err.empty()) {
-      std::fprintf(stderr, "%s: %s\n", exe.c_str(), err.c_str());
-      return 2;
-    }
+    need.host_bytes = shape.elements() * (int64_t(4 + states_.size()) * 2 + 3 * 8) + bandwidth_bytes(f.dev);
+    return need;
+  }
 
-    print_run_header(spec, opt, dev);
-    const int64_t t_ref = host_now_ns();
-    const FwdProblem p = make_forward_problem(opt);
-    std::printf("inputs and fp64 reference: %.2f s on the CPU\n", (host_now_ns() - t_ref) * 1e-9);
-    const double ceiling = report_copy_ceiling(dev);
-    save_forward_inputs(p);
-    const CopyRates rates = measure_pinned_rates(static_cast<size_t>(bandwidth_bytes(dev)));
+  std::vector<MeasuredVariant> variants(const Frame& f) override {
+    const Options& opt = f.opt;
+    rates_ = measure_pinned_rates(static_cast<size_t>(bandwidth_bytes(f.dev)));
     std::printf("pinned copies (%lld MiB, one each way): H2D %.1f GB/s, D2H %.1f GB/s; both at once %.1f GB/s in all\n",
-                static_cast<long long>(bandwidth_bytes(dev) >> 20), rates.h2d_gbs, rates.d2h_gbs, rates.both_gbs);
-
-    std::unique_ptr<HostData> h = host_data(p, pinned);
-    std::printf("host memory: %s (x and out); weights and bias pinned\n", flags.host_memory.c_str());
-    L2Flusher flusher;
-    std::vector<VariantResult> results;
-    for (const auto& st : states) {
-      st->pipe = std::make_unique<Pipeline>(shape, opt.silu, st->kind == "serial" ? 1 : int(flags.streams),
-                                            flags.chunks);
+                static_cast<long long>(bandwidth_bytes(f.dev) >> 20), rates_.h2d_gbs, rates_.d2h_gbs, rates_.both_gbs);
+    host_ = host_data(problem_, pinned());
+    std::printf("host memory: %s (x and out); weights and bias pinned\n", flags_.host_memory.c_str());
+    const ConvShape shape{opt.batch, opt.dim, opt.seqlen, opt.width};
+    std::vector<MeasuredVariant> vs;
+    for (const auto& st : states_) {
+      st->pipe = std::make_unique<Pipeline>(shape, opt.silu, streams_of(*st), flags_.chunks);
       const ChunkPlan& plan = st->pipe->plan();
-      std::printf("\n%s: %zu chunks (%lld per batch row of up to %lld positions) on %d stream(s)\n", st->name.c_str(),
-                  plan.chunks.size(), static_cast<long long>(plan.per_row), static_cast<long long>(plan.len),
-                  plan.streams);
-      results.push_back(measure_variant(make_variant(p, *h, *st), opt, flusher, ceiling, states.size() > 1));
+      MeasuredVariant m = make_variant(problem_, *host_, *st);
+      m.intro = std::to_string(plan.chunks.size()) + " chunks (" + std::to_string(plan.per_row) +
+                " per batch row of up to " + std::to_string(plan.len) + " positions) on " +
+                std::to_string(plan.streams) + " stream(s)";
+      vs.push_back(std::move(m));
     }
+    return vs;
+  }
 
+  void report(const Frame& f, std::vector<VariantResult>& results) override {
+    const Options& opt = f.opt;
+    const CopyRates& rates = rates_;
+    const std::vector<std::unique_ptr<VariantState>>& states = states_;
     // The lower bound of a run: the busiest of the H2D engine, the D2H engine and the SMs, each
     // working alone at its measured rate.
     const ChunkPlan& plan0 = states.front()->pipe->plan();
@@ -314,9 +307,7 @@ int run_chapter(int argc, char** argv) {
     std::printf("  %-20s %8s %12s %12s %11s %11s %10s\n", "variant", "streams", "wall ms", "stages ms", "overlap",
                 "wall/bound", "vs serial");
     std::vector<std::string> metric_rows, timeline_rows;
-    const std::string shape_text = "B=" + std::to_string(opt.batch) + " D=" + std::to_string(opt.dim) +
-                                   " L=" + std::to_string(opt.seqlen) + " W=" + std::to_string(opt.width) + " fp16" +
-                                   (opt.bias ? " bias" : "") + (opt.silu ? " silu" : "");
+    const std::string shape_text = shape_string(opt);
     for (size_t i = 0; i < states.size(); ++i) {
       const VariantState& st = *states[i];
       const double wall = results[i].e2e_ms.median;
@@ -327,14 +318,14 @@ int run_chapter(int argc, char** argv) {
       std::printf("  %-20s %8d %12.3f %12s %11s %11.2f %10s\n", st.name.c_str(), st.pipe->plan().streams, wall,
                   separable ? fmt("%.3f", stages).c_str() : "n/a", separable ? fmt("%.2f", overlap).c_str() : "n/a",
                   bound_ms > 0 ? wall / bound_ms : 0.0, speedup > 0 ? fmt("%.2fx", speedup).c_str() : "-");
-      metric_rows.push_back(st.name + "\t" + flags.host_memory + "\t" + std::to_string(st.pipe->plan().streams) + "\t" +
+      metric_rows.push_back(st.name + "\t" + flags_.host_memory + "\t" + std::to_string(st.pipe->plan().streams) + "\t" +
                             std::to_string(st.pipe->plan().chunks.size()) + "\t" + fmt("%.4f", wall) + "\t" +
                             (separable ? fmt("%.4f", stages) : "") + "\t" + (separable ? fmt("%.3f", overlap) : "") +
                             "\t" + fmt("%.4f", h2d_ms) + "\t" + fmt("%.4f", d2h_ms) + "\t" + fmt("%.4f", compute_ms) +
                             "\t" + fmt("%.4f", bound_ms) + "\t" + fmt("%.3f", wall / bound_ms) + "\t" +
                             (speedup > 0 ? fmt("%.3f", speedup) : "") + "\t" + fmt("%.2f", rates.h2d_gbs) + "\t" +
                             fmt("%.2f", rates.d2h_gbs) + "\t" + fmt("%.2f", rates.both_gbs) + "\t" +
-                            fmt("%.4f", shared_bound_ms) + "\t" + fmt("%.3f", wall / shared_bound_ms) + "\t" + dev.name +
+                            fmt("%.4f", shared_bound_ms) + "\t" + fmt("%.3f", wall / shared_bound_ms) + "\t" + f.dev.name +
                             "\t" + shape_text);
       if (!separable || st.runs.empty()) continue;
       const std::vector<TimelineRow> rows = timeline(st.runs.back());
@@ -348,24 +339,30 @@ int run_chapter(int argc, char** argv) {
         std::printf("  %6d %6s %-24s %10.1f %10.1f\n", r.stream, r.chunk.c_str(), r.stage.c_str(), r.start_us, r.end_us);
     }
     if (!opt.summary.empty()) {
-      std::string stem = opt.summary;
-      if (stem.size() > 4 && stem.compare(stem.size() - 4, 4, ".tsv") == 0) stem.resize(stem.size() - 4);
-      append_rows(stem + "_pipeline.tsv",
+      append_rows(tsv_stem(opt.summary) + "_pipeline.tsv",
                  "variant\thost_memory\tstreams\tchunks\twall_ms\tstages_ms\toverlap\th2d_bound_ms\td2h_bound_ms\t"
                  "compute_ms\tbound_ms\twall_over_bound\tspeedup_vs_serial\tpinned_h2d_gbs\tpinned_d2h_gbs\t"
                  "both_ways_gbs\tshared_bound_ms\twall_over_shared_bound\tdevice\tshape",
                  metric_rows);
     }
-    if (!flags.timeline.empty())
-      append_rows(flags.timeline, "variant\tstream\tchunk\tstage\tstart_us\tend_us", timeline_rows);
-    return report_variants(spec, opt, dev.name, results, ceiling);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: error: %s\n", exe.c_str(), e.what());
-    return 1;
+    if (!flags_.timeline.empty())
+      append_rows(flags_.timeline, "variant\tstream\tchunk\tstage\tstart_us\tend_us", timeline_rows);
   }
-}
+
+ private:
+  bool pinned() const { return flags_.host_memory == "pinned"; }
+  int streams_of(const VariantState& st) const { return st.kind == "serial" ? 1 : static_cast<int>(flags_.streams); }
+
+  Flags flags_;
+  std::vector<std::unique_ptr<VariantState>> states_;
+  CopyRates rates_;
+  std::unique_ptr<HostData> host_;
+};
 
 }  // namespace
 }  // namespace conv1d::ch07
 
-int main(int argc, char** argv) { return conv1d::ch07::run_chapter(argc, argv); }
+int main(int argc, char** argv) {
+  conv1d::ch07::PipelineChapter chapter;
+  return conv1d::run_chapter(argc, argv, chapter);
+}

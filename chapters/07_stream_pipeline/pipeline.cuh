@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "chapters/02_gpu_preprocess/preprocess_kernels.cuh"
-#include "chapters/05_wmma_gemm/wmma_gemm.cuh"
+#include "chapters/05_wmma_gemm/wmma_sparse.cuh"
 #include "chapters/07_stream_pipeline/layout_kernels.cuh"
 #include "common/buffers.h"
 #include "common/phases.h"
@@ -53,10 +53,10 @@ struct ChunkPlan {
 // overlap even at small batches. Chunks never come out empty: per_row is cut to what L allows.
 inline ChunkPlan plan_chunks(int64_t batch, int64_t seqlen, int streams, int64_t per_row) {
   ChunkPlan p;
-  if (per_row <= 0) per_row = (8 + batch - 1) / batch;
+  if (per_row <= 0) per_row = ceil_div(8, batch);
   per_row = std::clamp<int64_t>(per_row, 1, seqlen);
-  p.len = (seqlen + per_row - 1) / per_row;
-  p.per_row = (seqlen + p.len - 1) / p.len;
+  p.len = ceil_div(seqlen, per_row);
+  p.per_row = ceil_div(seqlen, p.len);
   p.streams = std::max(1, streams);
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t j = 0; j < p.per_row; ++j) {
@@ -138,7 +138,7 @@ class Pipeline {
   // Device bytes the buffers take (for the memory check before anything is allocated).
   static int64_t device_bytes(const ConvShape& s, int streams, int64_t per_row) {
     const ChunkPlan p = plan_chunks(s.batch, s.seqlen, streams, per_row);
-    const int64_t slot = s.dim * (p.len + s.width - 1) + p.len * s.width * s.dim + 2 * p.len * s.dim;
+    const int64_t slot = s.dim * img2col_pitch(p.len) + p.len * s.width * s.dim + p.len * s.dim + s.dim * out_pitch(p.len);
     return 2 * (p.streams * slot + s.width * s.dim * s.dim + s.dim * (s.width + 1));
   }
 
@@ -165,10 +165,10 @@ class Pipeline {
     const int64_t D = shape_.dim, W = shape_.width, n = plan_.len;
     for (int s = 0; s < plan_.streams; ++s) {
       Slot sl;
-      sl.x = DeviceBuffer(2 * D * (n + W - 1));
+      sl.x = DeviceBuffer(2 * D * img2col_pitch(n));  // rows padded so the layout kernels move 16 bytes
       sl.a = DeviceBuffer(2 * n * W * D);
       sl.c = DeviceBuffer(2 * n * D);
-      sl.out = DeviceBuffer(2 * D * n);
+      sl.out = DeviceBuffer(2 * D * out_pitch(n));
       slots_.push_back(std::move(sl));
     }
     weight_ = DeviceBuffer(2 * D * W);
@@ -206,7 +206,8 @@ class Pipeline {
 
   // [docs:enqueue_chunks]
   void enqueue(const HostIo& io, PhaseRecorder* rec) {
-    const int64_t D = shape_.dim, L = shape_.seqlen, W = shape_.width, pitch = plan_.len;
+    const int64_t D = shape_.dim, L = shape_.seqlen, W = shape_.width;
+    const int64_t x_pitch = img2col_pitch(plan_.len), o_pitch = out_pitch(plan_.len);  // device rows
     const size_t e = sizeof(uint16_t);
     stage(rec, Category::h2d, "h2d weight", 0, [&] {
       GPU_CHECK(cudaMemcpyAsync(weight_.get(), io.weight, e * D * W, cudaMemcpyHostToDevice, streams_[0]));
@@ -222,7 +223,6 @@ class Pipeline {
       const int64_t n = ch.t1 - ch.t0;
       const int64_t halo = std::min<int64_t>(W - 1, ch.t0);  // inputs before t0 that exist
       const int skip = static_cast<int>(W - 1 - halo);        // buffer columns before t = 0
-      const int64_t x_pitch = pitch + W - 1;
       // x[b, :, t0 - halo .. t1): D rows of n + halo elements, L apart on the host.
       stage(rec, Category::h2d, "h2d x chunk", ch.stream, [&] {
         GPU_CHECK(cudaMemcpy2DAsync(sl.x.get<uint16_t>() + skip, e * x_pitch, io.x + (ch.b * D) * L + ch.t0 - halo,
@@ -237,11 +237,11 @@ class Pipeline {
       stage(rec, Category::kernel, "wmma_gemm_sparse", ch.stream,
             [&] { ch05::launch_wmma_sparse(g, static_cast<int>(W), s); });
       stage(rec, Category::kernel, "time_to_channel_first", ch.stream, [&] {
-        launch_time_to_channel_first(sl.c.get<uint16_t>(), sl.out.get<uint16_t>(), pitch, n, D, s);
+        launch_time_to_channel_first(sl.c.get<uint16_t>(), sl.out.get<uint16_t>(), o_pitch, n, D, s);
       });
-      // out chunk [D, n] (rows `pitch` apart on the device) into out[b, :, t0 .. t1).
+      // out chunk [D, n] (rows o_pitch apart on the device) into out[b, :, t0 .. t1).
       stage(rec, Category::d2h, "d2h out chunk", ch.stream, [&] {
-        GPU_CHECK(cudaMemcpy2DAsync(io.out + (ch.b * D) * L + ch.t0, e * L, sl.out.get<uint16_t>(), e * pitch, e * n, D,
+        GPU_CHECK(cudaMemcpy2DAsync(io.out + (ch.b * D) * L + ch.t0, e * L, sl.out.get<uint16_t>(), e * o_pitch, e * n, D,
                                     cudaMemcpyDeviceToHost, s));
       });
     }
