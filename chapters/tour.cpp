@@ -6,6 +6,7 @@
 // GPU was found, from the committed reference results measured on the GPU machine.
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -96,6 +97,33 @@ std::vector<Row> read_summary(const std::string& path) {
   return rows;
 }
 
+// The summary table: one row per chapter (its headline variant), speed-ups over chapter 01.
+void print_table(const std::vector<Row>& rows) {
+  {
+    double base = 0;
+    for (const Row& r : rows)
+      if (r.number == "01") base = r.e2e_ms;
+    std::printf("\nThe tour on %s (default shape of each chapter, medians):\n\n", rows.front().device.c_str());
+    // Columns as wide as their longest entry, so the table lines up whatever the names.
+    int name_w = 7, variant_w = 7;
+    for (const Row& r : rows) {
+      name_w = std::max(name_w, static_cast<int>(r.number.size() + 1 + r.name.size()));
+      variant_w = std::max(variant_w, static_cast<int>(r.variant.size()));
+    }
+    std::printf("  %-*s  %-*s %14s %14s %9s %9s\n", name_w, "chapter", variant_w, "variant", "end-to-end", "device",
+                "speed-up", "verified");
+    for (const Row& r : rows) {
+      char speed[32] = "-";
+      // The backward chapter computes something else: its time is not comparable with chapter 01's.
+      const bool forward = r.name.find("backward") == std::string::npos;
+      if (forward && base > 0 && r.e2e_ms > 0) std::snprintf(speed, sizeof speed, "%.2fx", base / r.e2e_ms);
+      std::printf("  %-*s  %-*s %11.3f ms %11.3f ms %9s %9s\n", name_w, (r.number + "_" + r.name).c_str(), variant_w,
+                  r.variant.c_str(), r.e2e_ms, r.device_ms, speed, r.verified ? "yes" : "NO");
+    }
+    std::printf("\n  speed-up: chapter 01's end-to-end time over the chapter's (forward chapters only)\n");
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -106,8 +134,19 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--help") {
       std::printf("usage: conv1d_tour [--out DIR] [--python PATH | --charts-skipped WHY] [--repo DIR] CHAPTER_EXE...\n"
+                  "       conv1d_tour --table SUMMARY.tsv\n"
                   "Runs each chapter at its default shape, prints one summary table and draws the\n"
-                  "profiling charts into DIR/charts with PATH -m profiling (profiling/ in the repository DIR).\n");
+                  "profiling charts into DIR/charts with PATH -m profiling (profiling/ in the repository DIR).\n"
+                  "--table prints the table of an earlier run's summary file and exits.\n");
+      return 0;
+    }
+    if (a == "--table" && i + 1 < argc) {
+      const std::vector<Row> rows = read_summary(argv[i + 1]);
+      if (rows.empty()) {
+        std::fprintf(stderr, "conv1d_tour: no chapter rows in %s\n", argv[i + 1]);
+        return 2;
+      }
+      print_table(rows);
       return 0;
     }
     if (a == "--out" && i + 1 < argc) {
@@ -145,22 +184,7 @@ int main(int argc, char** argv) {
   }
 
   const std::vector<Row> rows = read_summary(summary);
-  if (!rows.empty()) {
-    double base = 0;
-    for (const Row& r : rows)
-      if (r.number == "01") base = r.e2e_ms;
-    std::printf("\nThe tour on %s (default shape of each chapter, medians):\n\n", rows.front().device.c_str());
-    std::printf("  %-28s %-10s %14s %14s %9s %9s\n", "chapter", "variant", "end-to-end", "device", "speed-up", "verified");
-    for (const Row& r : rows) {
-      char speed[32] = "-";
-      // The backward chapter computes something else: its time is not comparable with chapter 01's.
-      const bool forward = r.name.find("backward") == std::string::npos;
-      if (forward && base > 0 && r.e2e_ms > 0) std::snprintf(speed, sizeof speed, "%.2fx", base / r.e2e_ms);
-      std::printf("  %-28s %-10s %11.3f ms %11.3f ms %9s %9s\n", (r.number + "_" + r.name).c_str(), r.variant.c_str(),
-                  r.e2e_ms, r.device_ms, speed, r.verified ? "yes" : "NO");
-    }
-    std::printf("\n  speed-up: chapter 01's end-to-end time over the chapter's (forward chapters only)\n");
-  }
+  if (!rows.empty()) print_table(rows);
   if (!no_gpu.empty()) {
     std::printf("\nNo GPU was found, so these chapters could not run:");
     for (const std::string& n : no_gpu) std::printf(" %s", n.c_str());
