@@ -2,6 +2,8 @@
 // computes in fp32, and stores back with round-to-nearest-even.
 #pragma once
 
+#include <stdexcept>
+#include <string>
 #include <type_traits>
 
 #include "common/dtype.h"
@@ -34,6 +36,18 @@ decltype(auto) dispatch_storage(Dtype t, F&& f) {
     case Dtype::bf16: return f(TypeTag<BFloat16>{});
     case Dtype::fp32: default: return f(TypeTag<float>{});
   }
+}
+
+// Calls f(width) with width a compile-time constant (std::integral_constant<int, W>) for W = 2, 3, 4:
+// kernels keep their W taps in registers, which needs W known when they are compiled.
+template <class F>
+decltype(auto) dispatch_width(int width, F&& f) {
+  switch (width) {
+    case 2: return f(std::integral_constant<int, 2>{});
+    case 3: return f(std::integral_constant<int, 3>{});
+    case 4: return f(std::integral_constant<int, 4>{});
+  }
+  throw std::invalid_argument("width must be 2, 3 or 4 (got " + std::to_string(width) + ")");
 }
 
 }  // namespace conv1d

@@ -29,6 +29,7 @@ __host__ __device__ inline hip_bfloat16 __float2bfloat16_rn(float v) { return hi
 #define cudaGetDeviceProperties hipGetDeviceProperties
 #define cudaDeviceGetAttribute hipDeviceGetAttribute
 #define cudaDevAttrL2CacheSize hipDeviceAttributeL2CacheSize
+#define cudaDevAttrMultiProcessorCount hipDeviceAttributeMultiprocessorCount
 #define cudaDeviceSynchronize hipDeviceSynchronize
 #define cudaMemGetInfo hipMemGetInfo
 #define cudaMalloc hipMalloc
@@ -57,6 +58,11 @@ __host__ __device__ inline hip_bfloat16 __float2bfloat16_rn(float v) { return hi
 #define cudaRuntimeGetVersion hipRuntimeGetVersion
 #define cudaFuncSetAttribute(f, attr, v) hipFuncSetAttribute(reinterpret_cast<const void*>(f), attr, v)
 #define cudaFuncAttributeMaxDynamicSharedMemorySize hipFuncAttributeMaxDynamicSharedMemorySize
+// Registers and occupancy of a kernel (chapter 08 reports them).
+#define cudaFuncAttributes hipFuncAttributes
+#define cudaFuncGetAttributes(attr, f) hipFuncGetAttributes(attr, reinterpret_cast<const void*>(f))
+#define cudaOccupancyMaxActiveBlocksPerMultiprocessor(n, f, threads, smem) \
+  hipOccupancyMaxActiveBlocksPerMultiprocessor(n, reinterpret_cast<const void*>(f), threads, smem)
 // Streams, 2-D copies and graphs (chapter 07).
 #define cudaMemcpy2DAsync hipMemcpy2DAsync
 #define cudaStreamCreateWithFlags hipStreamCreateWithFlags

@@ -1,6 +1,7 @@
 // Host arrays in a storage dtype, and the test-data generator.
 #include "common/tensor.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -74,6 +75,27 @@ void HostArray::fill_nan() {
   // All-ones bytes are a NaN in every format (exponent all ones, fraction nonzero), and the same
   // byte pattern the device buffers are poisoned with.
   if (!storage_.empty()) std::memset(storage_.data(), 0xFF, storage_.size() * sizeof(uint32_t));
+}
+
+HostArray transposed(const HostArray& a, int64_t batch, int64_t rows, int64_t cols) {
+  if (static_cast<int64_t>(a.size()) != batch * rows * cols)
+    throw std::invalid_argument("transposed: the array has " + std::to_string(a.size()) + " elements, not " +
+                                std::to_string(batch) + " x " + std::to_string(rows) + " x " + std::to_string(cols));
+  HostArray out(a.dtype(), a.size());
+  const size_t e = static_cast<size_t>(dtype_bytes(a.dtype()));
+  const unsigned char* src = static_cast<const unsigned char*>(a.data());
+  unsigned char* dst = static_cast<unsigned char*>(out.data());
+  // One item: 32 rows of one batch, read along the rows, written 32 apart (a cache line's worth).
+  constexpr int64_t kTile = 32;
+  const int64_t row_tiles = ceil_div(rows, kTile);
+  parallel_for(batch * row_tiles, [&](int64_t item) {
+    const int64_t b = item / row_tiles, r0 = (item % row_tiles) * kTile;
+    const int64_t r1 = std::min(rows, r0 + kTile), base = b * rows * cols;
+    for (int64_t c = 0; c < cols; ++c)
+      for (int64_t r = r0; r < r1; ++r)
+        std::memcpy(dst + (base + c * rows + r) * e, src + (base + r * cols + c) * e, e);
+  });
+  return out;
 }
 
 void fill_uniform(HostArray& a, uint64_t seed, double lo, double hi) {

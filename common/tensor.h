@@ -50,6 +50,10 @@ class HostArray {
   std::vector<uint32_t> storage_;  // 4-byte aligned raw bytes
 };
 
+// [batch, rows, cols] -> [batch, cols, rows], any dtype, on every host core: channel-first to
+// channel-last (rows = D, cols = L) and back.
+HostArray transposed(const HostArray& a, int64_t batch, int64_t rows, int64_t cols);
+
 // Uniform random values in [lo, hi), rounded to the array's dtype; the same seed gives the same
 // values on every platform and for any number of host threads (a 64-bit generator of our own, not
 // std:: distributions; element i takes the generator's i-th value).

@@ -1,6 +1,7 @@
 // The epilogue of the forward pass: what happens to a finished fp32 accumulator before it is stored.
 // One device function, shared by every kernel that ends the convolution: chapter 04's separate
-// add_bias pass and its fused naive GEMM, chapter 05's tensor-core GEMMs.
+// add_bias pass and its fused naive GEMM, chapter 05's tensor-core GEMMs, chapter 08's direct kernels
+// (which add the bias they hold in registers and call silu_if).
 #pragma once
 
 #include <cstdint>
@@ -11,16 +12,17 @@
 namespace conv1d {
 
 // [docs:apply_bias_silu]
-// bias[channel] added (none when bias is nullptr), then SiLU z / (1 + e^-z) when asked; fp32 in and
+// bias[channel] added (none when bias is nullptr), then SiLU z / (1 + e^-z) when asked (silu_if); fp32 in and
 // out, so the caller rounds once, when it stores. The fast intrinsics (__expf is off by 2 ulp plus
 // about one per unit of |z|) are far inside every tolerance; the IEEE exp and division take several
 // times their instructions, and a pass over fp16 C finishes eight elements per 16-byte word, so
 // they could make that pass compute-bound. Far below zero, e^-z overflows to infinity and z / inf
 // gives the right limit, -0.
+__device__ __forceinline__ float silu_if(float z, bool silu) { return silu ? __fdividef(z, 1.0f + __expf(-z)) : z; }
+
 template <class T>
 __device__ __forceinline__ float apply_bias_silu(float acc, const T* __restrict__ bias, int64_t channel, bool silu) {
-  const float z = bias != nullptr ? acc + to_float(bias[channel]) : acc;
-  return silu ? __fdividef(z, 1.0f + __expf(-z)) : z;
+  return silu_if(bias != nullptr ? acc + to_float(bias[channel]) : acc, silu);
 }
 // [/docs:apply_bias_silu]
 

@@ -22,6 +22,7 @@
 #include "chapters/04_bias_epilogue/epilogue.cuh"
 #include "common/check.h"
 #include "common/device_types.cuh"
+#include "common/warp.cuh"
 
 #if defined(CONV1D_BACKEND_HIP)
 #include <rocwmma/rocwmma.hpp>
@@ -39,13 +40,8 @@ namespace conv1d::ch05 {
 
 constexpr int kTile = 16;  // the WMMA shape: 16 x 16 x 16
 
-// Threads that hold one fragment together: a warp of 32 on NVIDIA, a wavefront of 64 on AMD Instinct
-// (CDNA). All warp arithmetic below goes through this constant.
-#if defined(CONV1D_BACKEND_HIP)
-constexpr int kWarpLanes = 64;
-#else
-constexpr int kWarpLanes = 32;
-#endif
+// Threads that hold one fragment together are a warp (kWarpLanes, common/warp.cuh: 32 on NVIDIA, 64
+// on AMD Instinct); all warp arithmetic below goes through that constant.
 
 using FragA = wmma::fragment<wmma::matrix_a, kTile, kTile, kTile, wmma_half, wmma::row_major>;
 using FragB = wmma::fragment<wmma::matrix_b, kTile, kTile, kTile, wmma_half, wmma::row_major>;

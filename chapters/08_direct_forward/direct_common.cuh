@@ -1,0 +1,170 @@
+// Chapter 08: what the direct forward kernels share. Each computes
+//
+//   out[b, d, t] = act( bias[d] + sum_{k<W} weight[d, k] * x[b, d, t - (W-1) + k] ),  x = 0 before t = 0
+//
+// straight from x: every input read once from memory, every output written once, nothing else.
+// Channel-first kernels see x and out as one flat sequence of B*D*L elements (row after row); a
+// channel-last kernel sees rows of D channels, one per (batch, time step).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+
+#include "chapters/04_bias_epilogue/epilogue.cuh"
+#include "common/device_types.cuh"
+#include "common/fast_divmod.h"
+#include "common/util.h"
+#include "common/vec.cuh"
+
+namespace conv1d::ch08 {
+
+template <class T>  // device storage type: float, __half, __nv_bfloat16
+struct DirectArgs {
+  const T* x;       // [B, D, L] or [B, L, D]
+  const T* weight;  // [D, W]
+  const T* bias;    // [D], or nullptr
+  T* out;           // like x
+  int64_t batch, dim, seqlen;
+  bool silu;
+  CONV1D_HOST_DEVICE int64_t elements() const { return batch * dim * seqlen; }
+};
+
+// One channel's filter in fp32: the W taps and the bias (0 without one).
+template <int W>
+struct Filter {
+  float w[W];
+  float bias;
+};
+
+template <int W, class T>
+__device__ __forceinline__ Filter<W> load_filter(const DirectArgs<T>& a, int64_t d) {
+  Filter<W> f;
+#pragma unroll
+  for (int k = 0; k < W; ++k) f.w[k] = to_float(a.weight[d * W + k]);
+  f.bias = a.bias != nullptr ? to_float(a.bias[d]) : 0.0f;
+  return f;
+}
+
+// One output from its window: in[k] is the input k - (W-1) steps back, or anything where `valid`
+// (a bit per tap) says the tap lies before t = 0.
+template <int W>
+__device__ __forceinline__ float conv_output(const Filter<W>& f, const float* in, unsigned valid, bool silu) {
+  float acc = f.bias;
+#pragma unroll
+  for (int k = 0; k < W; ++k)
+    if (valid >> k & 1u) acc += f.w[k] * in[k];
+  return silu_if(acc, silu);
+}
+
+// Which taps of output t lie at or after t = 0: tap k reads position t - (W-1) + k.
+template <int W>
+__device__ __forceinline__ unsigned taps_inside(int64_t t) {
+  unsigned valid = 0;
+#pragma unroll
+  for (int k = 0; k < W; ++k) valid |= (t - (W - 1) + k >= 0 ? 1u : 0u) << k;
+  return valid;
+}
+
+// The same bits seen as another type of the same size (the vectors of one storage type and the raw
+// 16 bytes that warp shuffles move).
+template <class To, class From>
+__device__ __forceinline__ To bit_cast(const From& from) {
+  static_assert(sizeof(To) == sizeof(From), "same size");
+  To to;
+  memcpy(&to, &from, sizeof(To));
+  return to;
+}
+
+// N zeros of T (whatever T's default constructor does).
+template <class T, int N>
+__device__ __forceinline__ Vec<T, N> zero_vec() {
+  Vec<T, N> v;
+#pragma unroll
+  for (int i = 0; i < N; ++i) v.v[i] = from_float<T>(0.0f);
+  return v;
+}
+
+// N elements at `p`, one access when they are all inside [0, n), else element by element (zeros
+// outside: the tail of the tensor).
+template <class T, int N>
+__device__ __forceinline__ Vec<T, N> load_or_tail(const T* __restrict__ p, int64_t e0, int64_t n) {
+  if (e0 + N <= n) return *reinterpret_cast<const Vec<T, N>*>(p + e0);
+  Vec<T, N> v;
+#pragma unroll
+  for (int i = 0; i < N; ++i) v.v[i] = e0 + i < n ? p[e0 + i] : from_float<T>(0.0f);
+  return v;
+}
+
+template <class T, int N>
+__device__ __forceinline__ void store_or_tail(T* __restrict__ p, int64_t e0, int64_t n, const float* y) {
+  Vec<T, N> v;
+#pragma unroll
+  for (int i = 0; i < N; ++i) v.v[i] = from_float<T>(y[i]);
+  if (e0 + N <= n) {
+    *reinterpret_cast<Vec<T, N>*>(p + e0) = v;
+  } else {
+    for (int i = 0; i < N && e0 + i < n; ++i) p[e0 + i] = v.v[i];
+  }
+}
+
+// The channel-first vector kernels read and write whole 16-byte vectors of the flat tensor: x and out
+// must start on a 16-byte boundary (cudaMalloc's are; an offset view may not be).
+template <class T>
+void require_vector_alignment(const DirectArgs<T>& a) {
+  if (!aligned_to(a.x, 16) || !aligned_to(a.out, 16))
+    throw std::invalid_argument("the channel-first vector kernels need x and out 16-byte aligned (the naive kernel "
+                                "takes any pointer)");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Channel-first vectors: kPer16<T> outputs at flat indices e0 .. e0 + kPer16 - 1 (e0 a multiple of
+// kPer16), from the window win[j] = x[e0 - (W-1) + j]. The flat index is row * L + t with row = b*D + d.
+
+template <class T, int W>
+struct CfWindow {
+  static constexpr int kPer = kPer16<T>;
+  float v[W - 1 + kPer];
+};
+
+// The window from the vector itself and the one before it (its last W-1 elements are the halo).
+template <class T, int W>
+__device__ __forceinline__ CfWindow<T, W> cf_window(const Vec<T, kPer16<T>>& prev, const Vec<T, kPer16<T>>& cur) {
+  constexpr int kPer = kPer16<T>;
+  CfWindow<T, W> win;
+#pragma unroll
+  for (int j = 0; j < W - 1; ++j) win.v[j] = to_float(prev.v[kPer - (W - 1) + j]);
+#pragma unroll
+  for (int i = 0; i < kPer; ++i) win.v[W - 1 + i] = to_float(cur.v[i]);
+  return win;
+}
+
+// The outputs of one vector. Almost every vector lies inside one row: one channel, one filter, and
+// only the first W-1 outputs of a row need their taps masked. A vector across the end of a row (L
+// not a multiple of kPer, or L shorter than a vector) takes the general path, element by element.
+template <class T, int W>
+__device__ __forceinline__ void cf_outputs(const DirectArgs<T>& a, const FastDivmod& by_len, const FastDivmod& by_dim,
+                                           int64_t e0, const CfWindow<T, W>& win, float* y) {
+  constexpr int kPer = kPer16<T>;
+  int64_t row, t0;
+  by_len.divmod(e0, &row, &t0);
+  if (t0 + kPer <= a.seqlen) {
+    const Filter<W> f = load_filter<W>(a, row - by_dim.div(row) * a.dim);
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) y[i] = conv_output<W>(f, &win.v[i], taps_inside<W>(t0 + i), a.silu);
+  } else {
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) {
+      int64_t r, t;
+      by_len.divmod(e0 + i, &r, &t);
+      const Filter<W> f = load_filter<W>(a, r - by_dim.div(r) * a.dim);
+      y[i] = conv_output<W>(f, &win.v[i], taps_inside<W>(t), a.silu);
+    }
+  }
+}
+
+// The 4-byte words of a vector that hold its last W-1 elements: all a neighbour needs as its halo.
+template <class T, int W>
+constexpr int kHaloFirstWord = (kPer16<T> - (W - 1)) * static_cast<int>(sizeof(T)) / 4;
+
+}  // namespace conv1d::ch08

@@ -1,0 +1,37 @@
+// Warps on either vendor. NVIDIA GPUs run 32 threads in lockstep (a warp), AMD Instinct (CDNA) GPUs
+// 64 (a wavefront): lane arithmetic goes through kWarpLanes, and shuffles through these wrappers
+// (CUDA's take a 32-bit mask of the lanes that take part; HIP's older ones take none).
+#pragma once
+
+#include <cstdint>
+
+#include "common/gpu.h"
+
+namespace conv1d {
+
+#if defined(CONV1D_BACKEND_HIP)
+constexpr int kWarpLanes = 64;
+#else
+constexpr int kWarpLanes = 32;
+#endif
+
+// The value `v` of lane (this lane - delta); lanes below delta get their own value back. Every lane
+// of the warp must call it.
+__device__ __forceinline__ uint32_t shuffle_up(uint32_t v, int delta) {
+#if defined(CONV1D_BACKEND_HIP)
+  return __shfl_up(v, delta);
+#else
+  return __shfl_up_sync(0xFFFFFFFFu, v, delta);
+#endif
+}
+
+// The value `v` of lane `src`. Every lane of the warp must call it.
+__device__ __forceinline__ uint32_t shuffle(uint32_t v, int src) {
+#if defined(CONV1D_BACKEND_HIP)
+  return __shfl(v, src);
+#else
+  return __shfl_sync(0xFFFFFFFFu, v, src);
+#endif
+}
+
+}  // namespace conv1d

@@ -1,0 +1,118 @@
+# shellcheck shell=bash disable=SC2154  # out, build, row and step come from scripts/gpu-check.sh
+# Chapter 08 (the direct forward): the benchmark report behind docs/08_direct_forward.md, what the
+# compiler made of its kernels, an Nsight Compute look at the headline kernels, sanitizers on the
+# awkward paths, and chapter 05's best path at the same shape in the same run (the speed-up).
+#
+# Result files (under $out/results):
+#   bench_08.tsv, bench_08_kernels.tsv   every step in both layouts at the issue's shapes: 8x4096x4096
+#                                        (bf16, fp16, fp32; bf16 with --bias --silu), 32x2048x512,
+#                                        1x4096x16384, 8x4096x4095 (odd L), 4x64x1024 (launch-bound);
+#                                        the kernels file has ms, GB/s and the share of the copy ceiling
+#   bench_08_sweep.tsv, _kernels.tsv     --vectors 1, 2, 4, 8 and --rows 8, 16, 32 at 8x4096x4096 bf16
+#   bench_08_ch05.tsv, _kernels.tsv      chapter 05's sparse path at 8x4096x4096 fp16 (its kernels and
+#                                        its end-to-end time), for the speed-up over the GEMM route
+#   ch08_resources.txt                   registers, stack and shared memory per kernel (cuobjdump)
+#   ch08_ncu.csv                         DRAM bytes, duration, achieved occupancy and the long
+#                                        scoreboard stall of the six kernels at 8x4096x4096 bf16
+
+exe8=$build/chapters/08_direct_forward/ch08_direct_forward
+bench8=$out/results/bench_08.tsv
+sweep8=$out/results/bench_08_sweep.tsv
+rm -f "$bench8" "${bench8%.tsv}_kernels.tsv" "$sweep8" "${sweep8%.tsv}_kernels.tsv" \
+  "$out/results/bench_08_ch05.tsv" "$out/results/bench_08_ch05_kernels.tsv"
+
+# The rows of the chapter's summary table: variant, end-to-end and kernel ms, GB/s.
+ch08_note() {
+  awk '/^summary \(/ {s = 1; next} s && $2 ~ /^[0-9.]+$/ {printf "%s %s ms %s GB/s; ", $1, $4, $7}' "$1"
+}
+
+run8() {  # run8 TSV TAG ARGS...
+  local tsv=$1 tag=$2
+  shift 2
+  local log=$out/logs/bench_ch08_$tag.log
+  step "bench ch08 $tag"
+  if "$exe8" "$@" --summary "$tsv" > "$log" 2>&1; then
+    row ch08_direct_forward "bench $tag" pass "$(ch08_note "$log")"
+  else
+    row ch08_direct_forward "bench $tag" FAIL "see logs/$(basename "$log")"
+    tail -n 20 "$log"
+  fi
+}
+
+if [[ -x $exe8 ]]; then
+  big8=(--batch 8 --dim 4096 --seqlen 4096 --width 4 --iters 20 --warmup 3)
+  for dt in bf16 fp16 fp32; do
+    run8 "$bench8" "big_$dt" "${big8[@]}" --dtype "$dt"
+  done
+  run8 "$bench8" big_bf16_bias_silu "${big8[@]}" --dtype bf16 --bias --silu
+  run8 "$bench8" short_bf16 --batch 32 --dim 2048 --seqlen 512 --width 4 --iters 20 --warmup 3 --dtype bf16
+  run8 "$bench8" long_bf16 --batch 1 --dim 4096 --seqlen 16384 --width 4 --iters 20 --warmup 3 --dtype bf16
+  run8 "$bench8" odd_l_bf16 --batch 8 --dim 4096 --seqlen 4095 --width 4 --iters 20 --warmup 3 --dtype bf16 \
+    --layout channel-first
+  run8 "$bench8" tiny_bf16 --batch 4 --dim 64 --seqlen 1024 --width 4 --iters 200 --warmup 20 --dtype bf16
+  for v in 1 2 4 8; do
+    run8 "$sweep8" "vectors_$v" "${big8[@]}" --dtype bf16 --layout channel-first --variant chunked --vectors "$v"
+  done
+  for r in 8 16 32; do
+    run8 "$sweep8" "rows_$r" "${big8[@]}" --dtype bf16 --layout channel-last --variant tiled --rows "$r"
+  done
+
+  step "ch05 sparse at the same shape (the GEMM route's best)"
+  exe5=$build/chapters/05_wmma_gemm/ch05_wmma_gemm
+  if "$exe5" --variant sparse --batch 8 --dim 4096 --seqlen 4096 --width 4 --dtype fp16 --iters 10 --warmup 2 \
+       --summary "$out/results/bench_08_ch05.tsv" > "$out/logs/bench_ch08_ch05.log" 2>&1; then
+    row ch08_direct_forward "chapter 05 sparse at 8x4096x4096 fp16" pass "$(ch08_note "$out/logs/bench_ch08_ch05.log")"
+  else
+    row ch08_direct_forward "chapter 05 sparse at 8x4096x4096 fp16" FAIL "see logs/bench_ch08_ch05.log"
+  fi
+
+  res8=$out/results/ch08_resources.txt
+  {
+    echo "# cuobjdump --dump-resource-usage, chapter 08's kernels (demangled)"
+    cuobjdump --dump-resource-usage "$exe8" | grep -A1 -E 'Function .*conv_fwd' | grep -v '^--' | paste - - |
+      sed -E 's/Function ([^ :]*):?.*REG:([0-9]+) STACK:([0-9]+) SHARED:([0-9]+) LOCAL:([0-9]+).*/\2 \3 \5 \1/' |
+      while read -r reg stack local name; do
+        printf 'REG %s STACK %s LOCAL %s %s\n' "$reg" "$stack" "$local" "$(echo "$name" | c++filt)"
+      done
+  } > "$res8" 2>&1
+  if grep -q '^REG' "$res8" && ! awk '$4 > 0 || $6 > 0 {bad = 1} END {exit !bad}' "$res8"; then
+    row ch08_direct_forward "registers and local memory (cuobjdump)" pass "$(grep -c '^REG' "$res8") kernels, no stack, no local memory"
+  else
+    row ch08_direct_forward "registers and local memory (cuobjdump)" FAIL "see results/ch08_resources.txt"
+  fi
+
+  step "ch08 under Nsight Compute"
+  if command -v ncu > /dev/null &&
+     ncu --csv --page raw --clock-control none --kernel-name regex:conv_fwd \
+       --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,sm__warps_active.avg.pct_of_peak_sustained_active,smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio,smsp__average_warp_latency_per_inst_issued.ratio \
+       --log-file "$out/results/ch08_ncu.csv" "$exe8" --batch 8 --dim 4096 --seqlen 4096 --width 4 --dtype bf16 \
+       --iters 1 --warmup 0 > "$out/logs/ncu_ch08.log" 2>&1; then
+    row ch08_direct_forward "ncu: DRAM bytes, occupancy, stalls" pass "results/ch08_ncu.csv"
+  else
+    row ch08_direct_forward "ncu: DRAM bytes, occupancy, stalls" FAIL "see logs/ncu_ch08.log"
+  fi
+
+  # Sanitizers on what the generic runs (D = 40, L = 67) miss: L shorter than a vector (vectors
+  # across rows), D not a multiple of the channel-last vector, fp32, bias and SiLU, each launch choice.
+  for tool in memcheck racecheck initcheck synccheck; do
+    step "ch08 compute-sanitizer $tool, awkward shapes"
+    log=$out/logs/sanitizer_ch08_direct_forward_${tool}_awkward.log
+    ok=1
+    : > "$log"
+    for args in "--batch 3 --dim 37 --seqlen 5 --width 3 --bias --silu --dtype fp32" \
+                "--batch 2 --dim 24 --seqlen 130 --width 4 --dtype fp16 --vectors 8 --rows 16" \
+                "--batch 1 --dim 7 --seqlen 1 --width 2 --dtype bf16 --vectors 1 --rows 32"; do
+      # shellcheck disable=SC2086  # the arguments are a list of flags
+      compute-sanitizer --tool "$tool" --error-exitcode 99 "$exe8" $args --iters 1 --warmup 0 >> "$log" 2>&1 || ok=0
+    done
+    if ((ok)); then
+      row ch08_direct_forward "compute-sanitizer $tool, awkward shapes" pass \
+        "$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -n1)"
+    else
+      row ch08_direct_forward "compute-sanitizer $tool, awkward shapes" FAIL \
+        "$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -n1)"
+    fi
+  done
+else
+  row ch08_direct_forward bench FAIL "$exe8 not built"
+fi

@@ -1,0 +1,210 @@
+// Chapter 08 (the direct forward) against the fp64 reference: every kernel, layout, dtype, width,
+// with and without bias and SiLU, at random shapes that include the awkward ones (L shorter than W or
+// than a vector, L and D not multiples of the vector width, B = 1, a single channel); every launch
+// choice (vectors per thread, rows per thread, access widths); the kernels of one layout give the
+// same bits; misaligned pointers are refused or handled. The host-only decisions run without a GPU.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "chapters/08_direct_forward/cf_chunked.cuh"
+#include "chapters/08_direct_forward/cf_vector.cuh"
+#include "chapters/08_direct_forward/cl_tiled.cuh"
+#include "chapters/08_direct_forward/cl_vector.cuh"
+#include "chapters/08_direct_forward/naive.cuh"
+#include "common/buffers.h"
+#include "common/runner.h"
+#include "common/verify.h"
+#include "tests/gpu_test_util.h"
+
+using namespace conv1d;
+using namespace conv1d::ch08;
+
+namespace {
+
+// One kernel with one launch choice.
+struct Kernel {
+  std::string name;
+  Layout layout;
+  int vectors = 0, rows = 0;  // cf_chunked's and cl_tiled's choices
+};
+
+std::vector<Kernel> all_kernels() {
+  std::vector<Kernel> ks{{"naive", Layout::channel_first}, {"cf_vector", Layout::channel_first},
+                         {"naive", Layout::channel_last},  {"cl_vector", Layout::channel_last}};
+  for (int v : {1, 2, 4, 8}) ks.push_back({"cf_chunked", Layout::channel_first, v, 0});
+  for (int r : {8, 16, 32}) ks.push_back({"cl_tiled", Layout::channel_last, 0, r});
+  return ks;
+}
+
+std::string describe(const Kernel& k, const Options& o) {
+  return k.name + (k.vectors ? "@" + std::to_string(k.vectors) : "") + (k.rows ? "@" + std::to_string(k.rows) : "") +
+         " " + layout_name(k.layout) + " B=" + std::to_string(o.batch) + " D=" + std::to_string(o.dim) +
+         " L=" + std::to_string(o.seqlen) + " W=" + std::to_string(o.width) + " " + dtype_name(o.dtype) +
+         (o.bias ? " bias" : "") + (o.silu ? " silu" : "");
+}
+
+// The problem in both layouts on the device, and the reference.
+struct Problem {
+  Options o;
+  RandomInputs in;
+  HostArray x_last;
+  std::vector<double> ref;  // [B, D, L]
+};
+
+Problem make_problem(const Options& o) {
+  Problem p{o, draw_inputs(o), {}, {}};
+  const RefInputs ri(p.in);
+  p.ref.resize(o.batch * o.dim * o.seqlen);
+  reference_forward(ri.problem(ConvShape{o.batch, o.dim, o.seqlen, o.width}, Layout::channel_first, o.silu), p.ref.data());
+  p.x_last = transposed(p.in.x, o.batch, o.dim, o.seqlen);
+  return p;
+}
+
+DeviceBuffer to_device(const HostArray& h, size_t offset_bytes = 0) {
+  DeviceBuffer d(h.bytes() + offset_bytes + 16);
+  if (h.bytes()) GPU_CHECK(cudaMemcpy(d.get<char>() + offset_bytes, h.data(), h.bytes(), cudaMemcpyHostToDevice));
+  return d;
+}
+
+// Runs kernel `k` on poisoned outputs; returns out in the kernel's layout. `offset` elements shift x
+// and out off their allocation's alignment.
+HostArray run(const Kernel& k, const Problem& p, size_t offset = 0) {
+  const Options& o = p.o;
+  const size_t e = dtype_bytes(o.dtype);
+  DeviceBuffer x = to_device(k.layout == Layout::channel_first ? p.in.x : p.x_last, offset * e);
+  DeviceBuffer w = to_device(p.in.weight), b = to_device(p.in.bias);
+  DeviceBuffer out(p.in.x.bytes() + offset * e + 16);
+  out.poison();
+  dispatch_storage(o.dtype, [&](auto tag) {
+    using T = device_t<typename decltype(tag)::type>;
+    const DirectArgs<T> a{reinterpret_cast<const T*>(x.get<char>() + offset * e), w.get<const T>(),
+                          o.bias ? b.get<const T>() : nullptr,                   reinterpret_cast<T*>(out.get<char>() + offset * e),
+                          o.batch, o.dim, o.seqlen, o.silu};
+    if (k.name == "naive") launch_naive(a, k.layout, o.width);
+    else if (k.name == "cf_vector") launch_cf_vector(a, o.width);
+    else if (k.name == "cf_chunked") launch_cf_chunked(a, o.width, k.vectors);
+    else if (k.name == "cl_vector") launch_cl_vector(a, o.width);
+    else launch_cl_tiled(a, o.width, k.rows);
+  });
+  GPU_CHECK(cudaDeviceSynchronize());
+  HostArray got(o.dtype, p.in.x.size());
+  GPU_CHECK(cudaMemcpy(got.data(), out.get<char>() + offset * e, got.bytes(), cudaMemcpyDeviceToHost));
+  return got;
+}
+
+// The output in channel-first order, checked against the reference.
+::testing::AssertionResult matches_reference(const Kernel& k, const Problem& p, const HostArray& got) {
+  const Options& o = p.o;
+  const HostArray first = k.layout == Layout::channel_first ? got : transposed(got, o.batch, o.seqlen, o.dim);
+  const VerifyReport r = verify("out", first, p.ref, default_tolerance(o.dtype), {o.batch, o.dim, o.seqlen});
+  if (r.ok()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << describe(k, o) << ": " << r.summary() << "\n" << r.details();
+}
+
+bool same_bits(const HostArray& a, const HostArray& b) {
+  return a.bytes() == b.bytes() && std::memcmp(a.data(), b.data(), a.bytes()) == 0;
+}
+
+Options options(int64_t b, int64_t d, int64_t l, int w, Dtype t, bool bias, bool silu, uint64_t seed) {
+  Options o;
+  o.batch = b;
+  o.dim = d;
+  o.seqlen = l;
+  o.width = w;
+  o.dtype = t;
+  o.bias = bias;
+  o.silu = silu;
+  o.seed = seed;
+  return o;
+}
+
+}  // namespace
+
+// Every kernel at shapes chosen to hit every path: L < W, L shorter than a vector (vectors span rows),
+// L and D multiples of nothing, D a multiple of 8 (16-byte channel-last accesses), a single channel.
+TEST(Ch08Direct, EveryKernelMatchesTheReference) {
+  CONV1D_REQUIRE_GPU_OR_SKIP();
+  struct Shape {
+    int64_t b, d, l;
+  };
+  const Shape shapes[] = {{1, 1, 1}, {2, 3, 2}, {1, 5, 7}, {3, 37, 101}, {2, 64, 300}, {1, 24, 4095}, {2, 136, 65}};
+  uint64_t seed = 1;
+  for (const Shape& sh : shapes)
+    for (Dtype t : {Dtype::fp32, Dtype::fp16, Dtype::bf16})
+      for (int w : {2, 3, 4}) {
+        const bool bias = (seed % 2) == 0, silu = (seed % 3) != 1;
+        const Problem p = make_problem(options(sh.b, sh.d, sh.l, w, t, bias, silu, ++seed));
+        for (const Kernel& k : all_kernels()) EXPECT_TRUE(matches_reference(k, p, run(k, p)));
+      }
+}
+
+// Random shapes, every dtype and width, bias and SiLU both ways.
+TEST(Ch08Direct, RandomShapesMatchTheReference) {
+  CONV1D_REQUIRE_GPU_OR_SKIP();
+  Rng rng(808);
+  for (int trial = 0; trial < 24; ++trial) {
+    const Options o = options(rng.range(1, 3), trial % 4 == 0 ? 8 * rng.range(1, 20) : rng.range(1, 90),
+                              rng.range(1, 700), static_cast<int>(rng.range(2, 4)),
+                              std::vector<Dtype>{Dtype::fp32, Dtype::fp16, Dtype::bf16}[trial % 3], rng.range(0, 1) == 1,
+                              rng.range(0, 1) == 1, rng.next());
+    const Problem p = make_problem(o);
+    for (const Kernel& k : all_kernels()) EXPECT_TRUE(matches_reference(k, p, run(k, p)));
+  }
+}
+
+// A thread's arithmetic does not depend on how the work is split: the channel-first vector kernels
+// agree bit for bit whatever the vectors per thread, and the channel-last ones whatever the rows.
+TEST(Ch08Direct, KernelsOfALayoutGiveTheSameBits) {
+  CONV1D_REQUIRE_GPU_OR_SKIP();
+  for (Dtype t : {Dtype::fp32, Dtype::bf16}) {
+    const Problem p = make_problem(options(2, 72, 333, 4, t, true, true, 77));
+    const HostArray cf = run({"cf_vector", Layout::channel_first}, p);
+    const HostArray cl = run({"cl_vector", Layout::channel_last}, p);
+    for (const Kernel& k : all_kernels()) {
+      if (k.name == "cf_chunked") EXPECT_TRUE(same_bits(run(k, p), cf)) << describe(k, p.o);
+      if (k.name == "cl_tiled") EXPECT_TRUE(same_bits(run(k, p), cl)) << describe(k, p.o);
+    }
+  }
+}
+
+// Pointers one element off a 16-byte boundary: the channel-last kernels narrow their accesses and
+// still compute the right thing; the channel-first vector kernels refuse with a clear message.
+TEST(Ch08Direct, MisalignedPointers) {
+  CONV1D_REQUIRE_GPU_OR_SKIP();
+  const Problem p = make_problem(options(2, 48, 50, 3, Dtype::bf16, true, false, 5));
+  for (const Kernel& k : all_kernels()) {
+    if (k.name == "cf_vector" || k.name == "cf_chunked") {
+      EXPECT_THROW(run(k, p, 1), std::invalid_argument) << describe(k, p.o);
+    } else {
+      EXPECT_TRUE(matches_reference(k, p, run(k, p, 1))) << "offset by one element";
+    }
+  }
+}
+
+// Host-only: the access width the channel-last kernels choose, and the rows per thread.
+TEST(Ch08Launch, ChannelLastAccessWidth) {
+  alignas(16) static char buf[64];
+  auto args = [&](int64_t dim, int offset) {
+    return DirectArgs<float>{reinterpret_cast<const float*>(buf + offset), nullptr, nullptr,
+                             reinterpret_cast<float*>(buf + offset), 1, dim, 1, false};
+  };
+  EXPECT_EQ(cl_access_elements(args(1024, 0)), 4);  // fp32: 16 bytes
+  EXPECT_EQ(cl_access_elements(args(1022, 0)), 2);  // D even, not a multiple of 4
+  EXPECT_EQ(cl_access_elements(args(1023, 0)), 1);
+  EXPECT_EQ(cl_access_elements(args(1024, 8)), 2);  // 8-byte aligned only
+  EXPECT_EQ(cl_access_elements(args(1024, 4)), 1);
+  const DirectArgs<__nv_bfloat16> h{reinterpret_cast<const __nv_bfloat16*>(buf), nullptr, nullptr,
+                                    reinterpret_cast<__nv_bfloat16*>(buf), 1, 4096, 1, false};
+  EXPECT_EQ(cl_access_elements(h), 8);
+}
+
+TEST(Ch08Launch, RowsPerThreadFillTheGpu) {
+  // 132 multiprocessors: 32 rows when that still leaves 2048 threads' worth of items per SM.
+  EXPECT_EQ(cl_tiled_rows(8, 4096, 512, 132), 32);   // 8 * 128 * 512 = 524288 items
+  EXPECT_EQ(cl_tiled_rows(32, 1024, 256, 132), 16);  // at 32 rows 32 * 32 * 256 = 262144 < 132 * 2048
+  EXPECT_EQ(cl_tiled_rows(32, 512, 256, 132), kTileBatch);  // 32x2048x512 bf16: 16 rows would leave 262144
+  EXPECT_EQ(cl_tiled_rows(4, 1024, 8, 132), kTileBatch);
+  EXPECT_EQ(cl_tiled_rows(4, 1024, 8, 132, 16), 16);  // asked for
+}
