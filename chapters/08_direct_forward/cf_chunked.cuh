@@ -41,7 +41,9 @@ __global__ void conv_fwd_cf_chunked(DirectArgs<T> a, FastDivmod by_len, FastDivm
       below.v[w] = shuffle_up(words.v[w], 1);
       top.v[w] = shuffle(words.v[w], kWarpLanes - 1);  // lane 0's halo for vector j + 1
     }
-    const Vec<T, kPer> prev = bit_cast<Vec<T, kPer>>(lane == 0 ? carry : below);
+#pragma unroll
+    for (int w = kHaloFirstWord<T, W>; w < 4; ++w) below.v[w] = lane == 0 ? carry.v[w] : below.v[w];
+    const Vec<T, kPer> prev = bit_cast<Vec<T, kPer>>(below);
     carry = top;
     const int64_t e0 = first_element(j);
     if (e0 < n) {

@@ -21,20 +21,31 @@ __device__ __forceinline__ void load_filters(const DirectArgs<T>& a, int64_t d0,
   for (int i = 0; i < N; ++i) f[i] = load_filter<W>(a, d0 + i);
 }
 
-// Outputs of channels d0 .. d0+N-1 at one time step from the W input rows in[k] (k - (W-1) steps
-// back), `valid` saying which of them lie at or after t = 0.
-template <int W, int N, class T>
-__device__ __forceinline__ Vec<T, N> cl_outputs(const Filter<W> (&f)[N], const Vec<T, N> (&in)[W], unsigned valid,
+// Outputs of channels d0 .. d0+N-1 at one time step from the W input rows in[k][i] (k - (W-1) steps
+// back, channel d0 + i, in fp32), `valid` saying which rows lie at or after t = 0.
+template <class T, int W, int N>
+__device__ __forceinline__ Vec<T, N> cl_outputs(const Filter<W> (&f)[N], const float (&in)[W][N], unsigned valid,
                                                 bool silu) {
-  Vec<T, N> y;
+  float y[N], taps[N][W];
 #pragma unroll
-  for (int i = 0; i < N; ++i) {
-    float taps[W];
+  for (int i = 0; i < N; ++i)
 #pragma unroll
-    for (int k = 0; k < W; ++k) taps[k] = to_float(in[k].v[i]);
-    y.v[i] = from_float<T>(conv_output<W>(f[i], taps, valid, silu));
+    for (int k = 0; k < W; ++k) taps[i][k] = in[k][i];
+  if (valid == kAllTaps<W>) {  // every row but the first W-1 of a sequence
+#pragma unroll
+    for (int i = 0; i < N; ++i) y[i] = conv_output<W, false>(f[i], taps[i], valid, silu);
+  } else {
+#pragma unroll
+    for (int i = 0; i < N; ++i) y[i] = conv_output<W>(f[i], taps[i], valid, silu);
   }
-  return y;
+  return from_floats<T, N>(y);
+}
+
+// A row of N channels in fp32.
+template <class T, int N>
+__device__ __forceinline__ void to_floats(const Vec<T, N>& v, float (&out)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) out[i] = to_float(v.v[i]);
 }
 
 // [docs:ch08_cl_vector]
@@ -45,15 +56,18 @@ __global__ void conv_fwd_cl_vector(DirectArgs<T> a, FastDivmod by_cols, FastDivm
   if (bt >= a.batch * a.seqlen) return;
   const int64_t d0 = (item - bt * by_cols.divisor()) * N;
   const int64_t t = bt - by_len.div(bt) * a.seqlen;
-  Vec<T, N> in[W];
+  Vec<T, N> rows[W];
 #pragma unroll
   for (int k = 0; k < W; ++k) {
     const int64_t back = W - 1 - k;  // tap k: the row `back` steps earlier, if it exists
-    in[k] = t >= back ? *reinterpret_cast<const Vec<T, N>*>(a.x + (bt - back) * a.dim + d0) : zero_vec<T, N>();
+    rows[k] = t >= back ? *reinterpret_cast<const Vec<T, N>*>(a.x + (bt - back) * a.dim + d0) : zero_vec<T, N>();
   }
   Filter<W> f[N];
   load_filters<W, N>(a, d0, f);
-  *reinterpret_cast<Vec<T, N>*>(a.out + bt * a.dim + d0) = cl_outputs<W, N>(f, in, taps_inside<W>(t), a.silu);
+  float in[W][N];
+#pragma unroll
+  for (int k = 0; k < W; ++k) to_floats(rows[k], in[k]);
+  *reinterpret_cast<Vec<T, N>*>(a.out + bt * a.dim + d0) = cl_outputs<T, W, N>(f, in, taps_inside<W>(t), a.silu);
 }
 // [/docs:ch08_cl_vector]
 

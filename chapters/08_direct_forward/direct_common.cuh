@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
+#include <type_traits>
 
 #include "chapters/04_bias_epilogue/epilogue.cuh"
 #include "common/device_types.cuh"
@@ -46,23 +47,31 @@ __device__ __forceinline__ Filter<W> load_filter(const DirectArgs<T>& a, int64_t
   return f;
 }
 
-// One output from its window: in[k] is the input k - (W-1) steps back, or anything where `valid`
-// (a bit per tap) says the tap lies before t = 0.
-template <int W>
+// One output from its window: in[k] is the input k - (W-1) steps back. kMasked: `valid` (a bit per
+// tap) says which taps lie at or after t = 0, and only those count; otherwise every tap does. Most
+// outputs are far from t = 0: they take the unmasked form, W fused multiply-adds and no tests, which
+// matters in a kernel that has a budget of a few instructions per element (16-bit storage at the
+// copy ceiling).
+template <int W, bool kMasked = true>
 __device__ __forceinline__ float conv_output(const Filter<W>& f, const float* in, unsigned valid, bool silu) {
   float acc = f.bias;
 #pragma unroll
   for (int k = 0; k < W; ++k)
-    if (valid >> k & 1u) acc += f.w[k] * in[k];
+    if (!kMasked || (valid >> k & 1u)) acc += f.w[k] * in[k];
   return silu_if(acc, silu);
 }
 
-// Which taps of output t lie at or after t = 0: tap k reads position t - (W-1) + k.
+// Which taps of output t lie at or after t = 0 (tap k reads position t - (W-1) + k); all of them,
+// kAllTaps, from t = W-1 on.
+template <int W>
+constexpr unsigned kAllTaps = (1u << W) - 1;
 template <int W>
 __device__ __forceinline__ unsigned taps_inside(int64_t t) {
+  if (t >= W - 1) return kAllTaps<W>;
+  const int tt = static_cast<int>(t);
   unsigned valid = 0;
 #pragma unroll
-  for (int k = 0; k < W; ++k) valid |= (t - (W - 1) + k >= 0 ? 1u : 0u) << k;
+  for (int k = 0; k < W; ++k) valid |= (tt - (W - 1) + k >= 0 ? 1u : 0u) << k;
   return valid;
 }
 
@@ -96,11 +105,35 @@ __device__ __forceinline__ Vec<T, N> load_or_tail(const T* __restrict__ p, int64
   return v;
 }
 
+// N fp32 values rounded to T: two at a time for the 16-bit types (one cvt.rn.bf16x2/f16x2 instruction
+// for two values on sm_80 and later).
+template <class T, int N>
+__device__ __forceinline__ Vec<T, N> from_floats(const float* y) {
+  Vec<T, N> v;
+  if constexpr (N % 2 == 0 && std::is_same_v<T, __nv_bfloat16>) {
+#pragma unroll
+    for (int i = 0; i < N; i += 2) {
+      const __nv_bfloat162 two = __floats2bfloat162_rn(y[i], y[i + 1]);
+      v.v[i] = two.x;
+      v.v[i + 1] = two.y;
+    }
+  } else if constexpr (N % 2 == 0 && std::is_same_v<T, __half>) {
+#pragma unroll
+    for (int i = 0; i < N; i += 2) {
+      const __half2 two = __floats2half2_rn(y[i], y[i + 1]);
+      v.v[i] = __low2half(two);
+      v.v[i + 1] = __high2half(two);
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < N; ++i) v.v[i] = from_float<T>(y[i]);
+  }
+  return v;
+}
+
 template <class T, int N>
 __device__ __forceinline__ void store_or_tail(T* __restrict__ p, int64_t e0, int64_t n, const float* y) {
-  Vec<T, N> v;
-#pragma unroll
-  for (int i = 0; i < N; ++i) v.v[i] = from_float<T>(y[i]);
+  const Vec<T, N> v = from_floats<T, N>(y);
   if (e0 + N <= n) {
     *reinterpret_cast<Vec<T, N>*>(p + e0) = v;
   } else {
@@ -150,8 +183,13 @@ __device__ __forceinline__ void cf_outputs(const DirectArgs<T>& a, const FastDiv
   by_len.divmod(e0, &row, &t0);
   if (t0 + kPer <= a.seqlen) {
     const Filter<W> f = load_filter<W>(a, row - by_dim.div(row) * a.dim);
+    if (t0 >= W - 1) {  // every output of the vector has all its taps
 #pragma unroll
-    for (int i = 0; i < kPer; ++i) y[i] = conv_output<W>(f, &win.v[i], taps_inside<W>(t0 + i), a.silu);
+      for (int i = 0; i < kPer; ++i) y[i] = conv_output<W, false>(f, &win.v[i], 0, a.silu);
+    } else {  // the start of a row
+#pragma unroll
+      for (int i = 0; i < kPer; ++i) y[i] = conv_output<W>(f, &win.v[i], taps_inside<W>(t0 + i), a.silu);
+    }
   } else {
 #pragma unroll
     for (int i = 0; i < kPer; ++i) {
