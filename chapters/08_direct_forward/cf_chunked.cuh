@@ -56,7 +56,7 @@ __global__ void conv_fwd_cf_chunked(DirectArgs<T> a, FastDivmod by_len, FastDivm
 // [/docs:ch08_cf_chunked]
 
 constexpr int kChunkedThreads = 128;
-constexpr int kDefaultVecsPerThread = 4;
+constexpr int kDefaultVecsPerThread = 2;  // the fastest of 1, 2, 4, 8 on an H200 (bench_08_sweep.tsv)
 
 // The kernel for kVecs in {1, 2, 4, 8} (the chapter's --vectors flag).
 template <class T>

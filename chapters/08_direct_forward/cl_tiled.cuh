@@ -14,17 +14,12 @@
 
 namespace conv1d::ch08 {
 
-// Rows loaded together before any is used: 8, or 4 for 16-byte rows of 16-bit types (their filters
-// and window take most of a thread's registers already).
-constexpr int kTileBatch = 8;
-template <class T, int N>
-constexpr int kBatchRows = N * static_cast<int>(sizeof(T)) >= 16 && sizeof(T) == 2 ? 4 : kTileBatch;
+constexpr int kTileBatch = 8;  // rows loaded together, before any of them is used
 
 // [docs:ch08_cl_tiled]
 template <class T, int W, int N, int kRows>
 __global__ void conv_fwd_cl_tiled(DirectArgs<T> a, FastDivmod by_cols, FastDivmod by_tiles) {
-  constexpr int kBatch = kBatchRows<T, N>;
-  static_assert(kRows % kBatch == 0, "rows come in batches");
+  static_assert(kRows % kTileBatch == 0, "rows come in batches");
   const int64_t item = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;  // (b * tiles + tile) * D/N + column
   const int64_t bt = by_cols.div(item);
   const int64_t b = by_tiles.div(bt);
@@ -36,28 +31,26 @@ __global__ void conv_fwd_cl_tiled(DirectArgs<T> a, FastDivmod by_cols, FastDivmo
 
   Filter<W> f[N];
   load_filters<W, N>(a, d0, f);
-  float win[W][N];  // win[k]: the row k - (W-1) steps back from the one being computed, in fp32
+  Vec<T, N> win[W];  // win[k]: the row k - (W-1) steps back from the one being computed
 #pragma unroll
   for (int k = 0; k < W - 1; ++k) {
     const int64_t t = t0 - (W - 1) + k;
-    to_floats(t >= 0 ? *reinterpret_cast<const Vec<T, N>*>(x + t * a.dim) : zero_vec<T, N>(), win[k + 1]);
+    win[k + 1] = t >= 0 ? *reinterpret_cast<const Vec<T, N>*>(x + t * a.dim) : zero_vec<T, N>();
   }
 #pragma unroll
-  for (int r0 = 0; r0 < kRows; r0 += kBatch) {
+  for (int r0 = 0; r0 < kRows; r0 += kTileBatch) {
     if (t0 + r0 < a.seqlen) {  // (guards, not breaks: the loops unroll fully and rows[] stays in registers)
-      Vec<T, N> rows[kBatch];
+      Vec<T, N> rows[kTileBatch];
 #pragma unroll
-      for (int r = 0; r < kBatch; ++r)
+      for (int r = 0; r < kTileBatch; ++r)
         rows[r] = t0 + r0 + r < a.seqlen ? *reinterpret_cast<const Vec<T, N>*>(x + (t0 + r0 + r) * a.dim)
                                          : zero_vec<T, N>();
 #pragma unroll
-      for (int r = 0; r < kBatch; ++r) {
+      for (int r = 0; r < kTileBatch; ++r) {
         const int64_t t = t0 + r0 + r;
 #pragma unroll
-        for (int k = 0; k < W - 1; ++k)
-#pragma unroll
-          for (int i = 0; i < N; ++i) win[k][i] = win[k + 1][i];
-        to_floats(rows[r], win[W - 1]);
+        for (int k = 0; k < W - 1; ++k) win[k] = win[k + 1];
+        win[W - 1] = rows[r];
         if (t < a.seqlen)
           *reinterpret_cast<Vec<T, N>*>(out + t * a.dim) = cl_outputs<T, W, N>(f, win, taps_inside<W>(t), a.silu);
       }

@@ -21,16 +21,17 @@ __device__ __forceinline__ void load_filters(const DirectArgs<T>& a, int64_t d0,
   for (int i = 0; i < N; ++i) f[i] = load_filter<W>(a, d0 + i);
 }
 
-// Outputs of channels d0 .. d0+N-1 at one time step from the W input rows in[k][i] (k - (W-1) steps
-// back, channel d0 + i, in fp32), `valid` saying which rows lie at or after t = 0.
+// Outputs of channels d0 .. d0+N-1 at one time step from the W input rows in[k] (k - (W-1) steps
+// back), `valid` saying which of them lie at or after t = 0. The rows stay in their storage type
+// (fewer registers than fp32 copies) and are converted where they are used.
 template <class T, int W, int N>
-__device__ __forceinline__ Vec<T, N> cl_outputs(const Filter<W> (&f)[N], const float (&in)[W][N], unsigned valid,
+__device__ __forceinline__ Vec<T, N> cl_outputs(const Filter<W> (&f)[N], const Vec<T, N> (&in)[W], unsigned valid,
                                                 bool silu) {
   float y[N], taps[N][W];
 #pragma unroll
   for (int i = 0; i < N; ++i)
 #pragma unroll
-    for (int k = 0; k < W; ++k) taps[i][k] = in[k][i];
+    for (int k = 0; k < W; ++k) taps[i][k] = to_float(in[k].v[i]);
   if (valid == kAllTaps<W>) {  // every row but the first W-1 of a sequence
 #pragma unroll
     for (int i = 0; i < N; ++i) y[i] = conv_output<W, false>(f[i], taps[i], valid, silu);
@@ -39,13 +40,6 @@ __device__ __forceinline__ Vec<T, N> cl_outputs(const Filter<W> (&f)[N], const f
     for (int i = 0; i < N; ++i) y[i] = conv_output<W>(f[i], taps[i], valid, silu);
   }
   return from_floats<T, N>(y);
-}
-
-// A row of N channels in fp32.
-template <class T, int N>
-__device__ __forceinline__ void to_floats(const Vec<T, N>& v, float (&out)[N]) {
-#pragma unroll
-  for (int i = 0; i < N; ++i) out[i] = to_float(v.v[i]);
 }
 
 // [docs:ch08_cl_vector]
@@ -64,10 +58,7 @@ __global__ void conv_fwd_cl_vector(DirectArgs<T> a, FastDivmod by_cols, FastDivm
   }
   Filter<W> f[N];
   load_filters<W, N>(a, d0, f);
-  float in[W][N];
-#pragma unroll
-  for (int k = 0; k < W; ++k) to_floats(rows[k], in[k]);
-  *reinterpret_cast<Vec<T, N>*>(a.out + bt * a.dim + d0) = cl_outputs<T, W, N>(f, in, taps_inside<W>(t), a.silu);
+  *reinterpret_cast<Vec<T, N>*>(a.out + bt * a.dim + d0) = cl_outputs<T, W, N>(f, rows, taps_inside<W>(t), a.silu);
 }
 // [/docs:ch08_cl_vector]
 

@@ -92,7 +92,7 @@ class DirectForwardChapter : public Chapter {
                         "layout of x and out: channel-first [B,D,L], channel-last [B,L,D] or both (default)"),
             choice_flag("--variant", &flags_.variant, {"all", "chunked", "vector", "naive", "tiled"},
                         "all (default) or one step: chunked (channel-first), tiled (channel-last), vector, naive"),
-            int_flag("--vectors", &flags_.vectors, 1, 8, "cf_chunked: 16-byte vectors per thread, 1, 2, 4 or 8 (default 4)"),
+            int_flag("--vectors", &flags_.vectors, 1, 8, "cf_chunked: 16-byte vectors per thread, 1, 2, 4 or 8 (default 2)"),
             int_flag("--rows", &flags_.rows, 0, 32,
                      "cl_tiled: time steps per thread, 8, 16 or 32 (default 0: chosen from the shape)")};
   }
