@@ -12,6 +12,7 @@ process; they are divided by the number of pipeline runs when run_info.json give
 import bisect
 import collections
 import dataclasses
+import math
 import re
 import statistics
 from typing import Optional
@@ -23,13 +24,26 @@ from profiling.table import CATEGORIES, FormatError, short_kernel_name
 SOURCE_PREFERENCE = ("cupti", "rocprofv3", "nsys", "rocprof", "ncu", "builtin")
 DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp64": 8}
 
-# Compute peaks for the roofline: no device reports its real peak, so the figures are cuBLAS GEMMs
-# measured on our NVIDIA H200 test machine (the largest shapes measured), labelled as such.
-REFERENCE_PEAKS = (
-    ("fp32", 51.0, "cuBLAS fp32 GEMM (no TF32), 51 TFLOP/s"),
-    ("fp16", 660.0, "cuBLAS fp16 GEMM (tensor cores), 660 TFLOP/s"),
-)
-REFERENCE_PEAKS_SOURCE = "measured on an NVIDIA H200, 2026-11-21 (reference figures, not this run)"
+# Compute roofs for the roofline. No device reports its real peak, so a roof is the fastest GEMM of a
+# vendor library (cuBLAS, rocBLAS, hipBLAS) that the loaded result files measured in a dtype on the
+# same device. Where no such measurement exists, a datasheet figure of a known device stands in,
+# labelled as one: (dtype, TFLOP/s, what it is). NVIDIA H200 SXM datasheet: FP32 67 TFLOP/s (CUDA
+# cores), FP16 tensor cores 1979 TFLOP/s with 2:4 sparsity, so about 989 dense.
+DATASHEET_PEAKS = {
+    "NVIDIA H200": (("fp32", 67.0, "fp32 on CUDA cores"), ("fp16", 989.0, "fp16 on tensor cores, dense")),
+}
+DATASHEET_NAMES = {"NVIDIA H200": "NVIDIA H200 SXM datasheet"}
+LIBRARY_GEMM = re.compile(r"(cu|roc|hip)blas", re.I)
+ROOF_DTYPES = ("fp32", "fp16", "bf16")
+
+
+@dataclasses.dataclass
+class Roof:
+    dtype: str
+    tflops: float
+    label: str
+    measured: bool
+    file: str = ""      # the result file of a measured roof
 
 
 @dataclasses.dataclass
@@ -44,6 +58,11 @@ class View:
     rows: list          # all rows of the run (every source)
     summaries: list
     kernels: list
+    # What the other loaded runs measured (the roofline's roofs, the stage timeline's shape):
+    all_summaries: list = dataclasses.field(default_factory=list)   # every run's summaries
+    all_kernels: list = dataclasses.field(default_factory=list)     # every run's kernel rows, this device
+    stages: list = dataclasses.field(default_factory=list)          # stage timelines of every run
+    run_dates: dict = dataclasses.field(default_factory=dict)       # run -> date from its run_info.json
 
 
 @dataclasses.dataclass
@@ -61,7 +80,16 @@ class ChapterProfile:
     timeline_span: str = ""    # what the timeline covers: one timed run, or the whole process
     main: object = None        # KernelSummary of the main kernel
     floor_ms: Optional[float] = None
+    floor_tensors: int = 2     # tensors a perfect kernel moves once: x and out; backward x, dout, dx
     ceiling_gbs: Optional[float] = None
+    kernel_calls: dict = dataclasses.field(default_factory=dict)  # kernel -> launches per run
+    host_steps: dict = dataclasses.field(default_factory=dict)    # host step -> ms per run (own records)
+    # When the headline variant's device records overlap on several streams, an event pair includes
+    # the time a kernel waits for the others, and the stages add up to more than the run: categories,
+    # kernels, device time and the main kernel then come from a variant of the same chapter whose
+    # records do not overlap (kernel_variant), or are marked as overlapping when there is none.
+    kernel_variant: str = ""
+    overlapping: bool = False
 
 
 def chapter_label(chapter):
@@ -107,7 +135,10 @@ def select(ds, run=None, source=None):
         _most_common(ds.agents.get(chosen, []), "device not recorded")
     # From the summaries when there are any (the label stored at run time is the fallback).
     shape = shape_label([s.shape for s in summaries]) if summaries else info.get("shape_label") or "shape not recorded"
-    return View(chosen, source, info, device, info.get("date", "date not recorded"), shape, rows, summaries, kernels)
+    return View(chosen, source, info, device, info.get("date", "date not recorded"), shape, rows, summaries, kernels,
+                all_summaries=list(ds.summaries), all_kernels=[k for k in ds.kernels if k.device == device],
+                stages=list(getattr(ds, "stages", [])),
+                run_dates={r: i.get("date", "") for r, i in ds.runs.items() if i.get("date")})
 
 
 # ---- windows of timed runs -------------------------------------------------------------------
@@ -179,6 +210,22 @@ def _headline(summaries, chapter):
     return next((s for s in summaries if s.chapter == chapter), None)
 
 
+DEVICE_CATEGORIES = ("h2d", "d2h", "kernel", "d2d", "copy", "memset")
+
+
+def overlapping(rows):
+    """Whether device records (kernels, copies) of different streams overlap in time."""
+    recs = sorted((r.start_ns, r.end_ns, r.stream) for r in rows
+                  if r.kind == "trace" and r.category in DEVICE_CATEGORIES and r.start_ns is not None)
+    active = []
+    for start, end, stream in recs:
+        active = [(e, st) for e, st in active if e > start]
+        if any(st != stream for _, st in active):
+            return True
+        active.append((end, stream))
+    return False
+
+
 def _builtin_profile(p, own, info):
     trace = [r for r in own if r.kind == "trace"]
     stats = [r for r in own if r.kind == "stats"]
@@ -201,12 +248,20 @@ def _builtin_profile(p, own, info):
         non_kernel = [r.calls for r in stats if r.category != "kernel"] or [r.calls for r in stats]
         p.runs = float(info.get("iters") or min(non_kernel))  # every host step runs once per run
         p.basis = "timed runs"
+    calls = collections.defaultdict(float)
+    steps = collections.defaultdict(float)
     for r in used:
         cats[r.category] += r.total_ns
         if r.category == "kernel":
             kernels[r.name] += r.total_ns
+            calls[r.name] += r.calls
+        elif r.category == "host":
+            steps[r.name] += r.total_ns
     p.categories = {c: v / p.runs / 1e6 for c, v in cats.items()}
     p.kernels = {k: v / p.runs / 1e6 for k, v in kernels.items()}
+    p.kernel_calls = {k: v / p.runs for k, v in calls.items()}
+    p.host_steps = {k: v / p.runs / 1e6 for k, v in steps.items()}
+    p.overlapping = overlapping(used)
 
 
 # Kernels of the chapters' measuring frame rather than of the chapters: common/timing.h's StreamGate
@@ -265,11 +320,15 @@ def _external_profile(p, ext, own, info):
         p.runs, p.basis = (float(n), "per pipeline run") if n else (1.0, "whole process")
     cats = {c: 0.0 for c in CATEGORIES}
     kernels = collections.defaultdict(float)
+    calls = collections.defaultdict(float)
     for r in rows:
         if r.category in cats and r.category != "host":
             cats[r.category] += r.total_ns
         if r.category == "kernel":
             kernels[short_kernel_name(r.name)] += r.total_ns
+            calls[short_kernel_name(r.name)] += r.calls
+    p.kernel_calls = {k: v / p.runs for k, v in calls.items()}
+    p.overlapping = overlapping(rows)
     if "api" not in families:
         cats["alloc"] = cats["free"] = None
     if "copy" not in families:
@@ -304,13 +363,49 @@ def parse_shape(shape):
     return int(dims["B"]) * int(dims["D"]) * int(dims["L"]), DTYPE_BYTES[dtype]
 
 
-def copy_floor_ms(shape, ceiling_gbs):
-    """The time a perfect kernel needs: read x and write out once at the copy ceiling."""
+def shape_dtype(shape):
+    return next((d for d in DTYPE_BYTES if re.search(rf"\b{d}\b", shape or "")), None)
+
+
+def conv_flops(shape):
+    """The convolution's own flops, 2·B·D·L·W (one multiply-add per tap), from a summary's shape."""
+    dims = dict(re.findall(r"\b([BDLW])=(\d+)", shape or ""))
+    if len(dims) != 4:
+        return None
+    return 2.0 * int(dims["B"]) * int(dims["D"]) * int(dims["L"]) * int(dims["W"])
+
+
+def is_backward(chapter):
+    return "backward" in chapter or "bwd" in chapter
+
+
+def copy_floor_ms(shape, ceiling_gbs, tensors=2):
+    """The time a perfect kernel needs: move each tensor of the shape once at the copy ceiling. A
+    forward pass reads x and writes out (2); a backward pass reads x and dout and writes dx (3)."""
     parsed = parse_shape(shape)
     if not parsed or not ceiling_gbs:
         return None
     elements, size = parsed
-    return 2.0 * elements * size / (ceiling_gbs * 1e9) * 1e3
+    return float(tensors) * elements * size / (ceiling_gbs * 1e9) * 1e3
+
+
+def _serial_stand_in(p, own_all, info):
+    """A variant of the same chapter whose device records do not overlap and that runs every kernel
+    of the headline variant (one named "serial" first): (its name, its profile), or None."""
+    names = [v for v in dict.fromkeys(r.variant for r in own_all) if v != p.variant]
+    names.sort(key=lambda v: v != "serial")
+    for v in names:
+        rows = [r for r in own_all if r.variant == v]
+        if not any(r.kind == "trace" for r in rows):
+            continue
+        q = ChapterProfile(p.chapter, p.label, v, "", 1.0, {}, {})
+        try:
+            _builtin_profile(q, rows, info)
+        except FormatError:
+            continue
+        if not q.overlapping and q.kernels and set(p.kernels) <= set(q.kernels):
+            return v, q
+    return None
 
 
 def chapter_profiles(view):
@@ -321,7 +416,8 @@ def chapter_profiles(view):
     for ch in chapters:
         head = _headline(view.summaries, ch)
         variant = head.variant if head else ""
-        own = [r for r in view.rows if r.source == "builtin" and r.chapter == ch]
+        own_all = [r for r in view.rows if r.source == "builtin" and r.chapter == ch]
+        own = own_all
         variants = sorted({r.variant for r in own})
         if variant in variants:
             own = [r for r in own if r.variant == variant]
@@ -331,21 +427,31 @@ def chapter_profiles(view):
         if view.source == "builtin":
             if own:
                 _builtin_profile(p, own, view.info)
+                if p.overlapping:
+                    stand_in = _serial_stand_in(p, own_all, view.info)
+                    if stand_in:
+                        v, q = stand_in
+                        p.kernel_variant, p.overlapping = v, False
+                        p.categories, p.kernels, p.kernel_calls, p.host_steps = \
+                            q.categories, q.kernels, q.kernel_calls, q.host_steps
         else:
             ext = [r for r in view.rows if r.source == view.source and r.chapter == ch]
             if ext:
                 _external_profile(p, ext, own, view.info)
         if head:
             p.e2e_ms = head.e2e_ms
-        if view.source == "builtin" and head:
-            p.device_ms = head.kernels_ms
+        used = p.kernel_variant or variant
+        used_head = next((s for s in view.summaries if s.chapter == ch and s.variant == used), head)
+        if view.source == "builtin" and used_head:
+            p.device_ms = used_head.kernels_ms
         elif p.categories.get("kernel") is not None and p.kernels:
             p.device_ms = p.categories["kernel"]
-        mains = [k for k in view.kernels if k.chapter == ch and k.variant == variant]
+        mains = [k for k in view.kernels if k.chapter == ch and k.variant == used]
         if mains:
             p.main = mains[0]
             p.ceiling_gbs = mains[0].copy_ceiling_gbs
-            p.floor_ms = copy_floor_ms(mains[0].shape, p.ceiling_gbs)
+            p.floor_tensors = 3 if is_backward(ch) else 2
+            p.floor_ms = copy_floor_ms(mains[0].shape, p.ceiling_gbs, p.floor_tensors)
         if p.categories or p.e2e_ms is not None:
             out.append(p)
     if not out:
@@ -409,6 +515,34 @@ def ladder(profiles):
             [p.floor_ms for p in ps], speedup)
 
 
+def device_speedups(profiles):
+    """Device-time speed-up over the first chapter with a device time, in ladder() order; none for a
+    backward chapter (different work)."""
+    ps = [p for p in profiles if p.e2e_ms is not None or p.device_ms is not None]
+    base = next((p.device_ms for p in ps if p.device_ms), None)
+    return [(base / p.device_ms) if base and p.device_ms and not is_backward(p.chapter) else None for p in ps]
+
+
+def host_step_outliers(profiles, factor=1.5, least_share=0.1):
+    """Chapters whose host steps shared with other chapters (the same step name, e.g. the host
+    transposes) take at least `factor` times the fastest chapter's time for the same steps, and at
+    least `least_share` of the chapter's run more: {label: (ratio, [slow steps])}. Such a slowdown
+    belongs to the process, not to the chapter's change, and distorts end-to-end speed-ups."""
+    have = [p for p in profiles if p.host_steps]
+    count = collections.Counter(n for p in have for n in p.host_steps)
+    shared = {n for n, k in count.items() if k >= 2}
+    best = {n: min(p.host_steps[n] for p in have if n in p.host_steps) for n in shared}
+    out = {}
+    for p in have:
+        mine = sorted(n for n in shared if n in p.host_steps)
+        total, base = sum(p.host_steps[n] for n in mine), sum(best[n] for n in mine)
+        run = p.e2e_ms or sum(v for v in p.categories.values() if v)
+        if base > 0 and total >= factor * base and run and total - base >= least_share * run:
+            slow = sorted((n for n in mine if p.host_steps[n] >= factor * best[n]), key=lambda n: -p.host_steps[n])
+            out[p.label] = (total / base, slow)
+    return out
+
+
 def timeline_chapter(profiles, wanted=None):
     """The chapter whose timeline is drawn: the one asked for, else the one using the most streams
     (chapter 07's overlap), ties going to the later chapter."""
@@ -443,9 +577,115 @@ def roofline_points(profiles):
     return out
 
 
+def flop_multiple(m):
+    """How many times the convolution's own 2·B·D·L·W flops a kernel's model counts (its TFLOP/s
+    times its time over the shape's convolution flops), or None when the shape does not say."""
+    conv = conv_flops(m.shape)
+    if not conv or m.ms <= 0:
+        return None
+    return m.tflops * 1e12 * m.ms * 1e-3 / conv
+
+
+def compute_roofs(view, profiles):
+    """[Roof] for the roofline, lowest first: per dtype, the fastest library GEMM the loaded result
+    files measured on this device (any run: a benchmark at a larger shape counts); where none was
+    measured, the datasheet figure of a known device for the dtypes the points use."""
+    point_dtypes = {shape_dtype(p.main.shape) for p in profiles if p.main}
+    roofs = []
+    for dtype in ROOF_DTYPES:
+        measured = [k for k in view.all_kernels + view.kernels
+                    if LIBRARY_GEMM.search(k.kernel) and shape_dtype(k.shape) == dtype and k.tflops > 0]
+        if measured:
+            best = max(measured, key=lambda k: k.tflops)
+            where = best.file.rsplit("/", 1)[-1] if best.file else "summary"
+            shape = " ".join(t for t in best.shape.split() if t not in DTYPES)
+            roofs.append(Roof(dtype, best.tflops, f"{dtype}: {best.kernel}, {best.tflops:,.1f} TFLOP/s\n"
+                              f"({where}, {shape})", True, best.file))
+            continue
+        sheet = dict((d, (v, what)) for d, v, what in DATASHEET_PEAKS.get(view.device, ()))
+        if dtype in sheet and dtype in point_dtypes:
+            v, what = sheet[dtype]
+            roofs.append(Roof(dtype, v, f"{what}: {v:,.0f} TFLOP/s\n({DATASHEET_NAMES[view.device]}, not measured here)",
+                              False))
+    return sorted(roofs, key=lambda r: r.tflops)
+
+
 def bandwidth_ceiling(profiles):
     values = [p.ceiling_gbs for p in profiles if p.ceiling_gbs]
     return statistics.median(values) if values else None
+
+
+# ---- the stage timeline --------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class StageTimeline:
+    chapter: str
+    label: str
+    file: str
+    panels: list       # [(variant, [(lane, start ms, duration ms, category, name, chunk)])]
+    device: str
+    shape: str
+    date: str
+    matched: str       # how device and shape were found (the file records neither)
+
+
+def _span_ms(stages):
+    return (max(s.end_us for s in stages) - min(s.start_us for s in stages)) / 1e3
+
+
+def _match_shape(stages, variants, summaries, tolerance=1.25):
+    """The (summary file, shape, device, [(variant, e2e ms, span ms)]) whose rows of the same chapter
+    give every variant of the timeline an end-to-end time within `tolerance` of its span, the closest
+    first; None when no such rows exist or the matches disagree about the shape."""
+    spans = {v: _span_ms([s for s in stages if s.variant == v]) for v in variants}
+    groups = collections.defaultdict(dict)
+    for x in summaries:
+        if x.chapter == stages[0].chapter and x.variant in spans and x.e2e_ms > 0:
+            groups[(x.file, x.shape, x.device)].setdefault(x.variant, x.e2e_ms)  # a file's first row
+    scored = []
+    for key, rows in groups.items():
+        if set(rows) != set(spans) or any(spans[v] <= 0 for v in spans):
+            continue
+        errors = [abs(math.log(rows[v] / spans[v])) for v in variants]
+        if max(errors) <= math.log(tolerance):
+            scored.append((sum(errors), key, [(v, rows[v], spans[v]) for v in variants]))
+    if not scored or len({key[1] for _, key, _ in scored}) > 1:
+        return None
+    _, (file, shape, device), rows = min(scored, key=lambda t: t[0])
+    return file, shape, device, rows
+
+
+def stage_timeline(view, profiles, wanted=None):
+    """The stage timeline to draw (a chapter's --timeline file among the loaded ones), or None. The
+    file records neither the shape nor the device: they are taken from the summary rows of the same
+    chapter whose end-to-end times match the spans of all the timeline's variants (within 25 %)."""
+    stages = view.stages
+    if wanted:
+        stages = [s for s in stages if s.chapter == wanted or s.chapter.startswith(wanted) or
+                  chapter_label(s.chapter).startswith(wanted)]
+    if not stages:
+        return None
+    file = stages[0].file
+    mine = [s for s in stages if s.file == file]
+    variants = list(dict.fromkeys(s.variant for s in mine))
+    match = _match_shape(mine, variants, view.all_summaries)
+    if match:
+        sfile, shape, device, rows = match
+        matched = (f"shape and device from {sfile.rsplit('/', 1)[-1] or 'a summary'} (the timeline file records "
+                   "neither): its rows' end-to-end times match the spans of this run, " +
+                   ", ".join(f"{v} {e2e:.2f} ms against {span:.2f} ms" for v, e2e, span in rows))
+    else:
+        device, shape = "device not recorded", "shape not recorded"
+        matched = "the timeline file records no shape, and no summary row matches its spans"
+    run = mine[0].run
+    date = view.date if run == view.run else view.run_dates.get(run, "date not recorded")
+    panels = []
+    for v in variants:
+        ss = [s for s in mine if s.variant == v]
+        t0 = min(s.start_us for s in ss)
+        panels.append((v, [(f"stream {s.stream}", (s.start_us - t0) / 1e3, (s.end_us - s.start_us) / 1e3,
+                            s.category, s.stage, s.chunk) for s in ss]))
+    return StageTimeline(mine[0].chapter, chapter_label(mine[0].chapter), file, panels, device, shape, date, matched)
 
 
 def _enqueued_spans(own_kernels, windows, ext):

@@ -4,18 +4,32 @@ file too, so it must stay free of imports beyond the standard library)."""
 CHARTS = (
     ("categories.png", "Where the time goes",
      "Each chapter's pipeline run split into allocations, copies to and from the device, host steps, "
-     "kernels and frees: milliseconds per run on the left, shares on the right."),
+     "kernels and frees: on the left each category's milliseconds per run on a log scale (the outline is "
+     "the whole run), so that chapters of microseconds stay legible next to chapters of milliseconds; "
+     "shares on the right. A chapter whose kernels and copies overlap on several streams is drawn from "
+     "a variant of it that runs them one after another (chapter 07: its serial variant): overlapping "
+     "stages add up to more than the run."),
     ("top_kernels.png", "The slowest kernels",
-     "The five slowest kernels of each chapter, milliseconds per run on a log scale."),
+     "The five slowest kernels of each chapter, milliseconds per run on a log scale, with the number of "
+     "launches per run. Chapter 07's come from its serial variant: on concurrent streams, a kernel's "
+     "event pair also times its wait for the kernels of the other streams."),
     ("ladder.png", "The speed-up ladder",
-     "End-to-end and device time per chapter on a log scale, with the copy floor of the shape (reading "
-     "x and writing out once at the measured copy bandwidth); the × figures are end-to-end speed-ups "
-     "over the first chapter."),
+     "End-to-end and device time per chapter on a log scale, with the copy floor of the shape (each "
+     "tensor moved once at the copy bandwidth measured in the same run: x and out for a forward "
+     "chapter, x, dout and dx for the backward one). Above the bars: end-to-end speed-ups over the "
+     "first chapter (bold) and device-time speed-ups (green). † marks a chapter whose host steps shared "
+     "with other chapters run slow in its process; ‡ the next chapter, whose end-to-end figure "
+     "includes their return to normal speed."),
     ("timeline.png", "One run, per stream",
-     "One timed run of the chapter that uses the most streams: host steps, copies and kernels on a "
-     "common time axis, one lane per stream."),
+     "Chapter 07's own stage timeline at the shape of its benchmark (the last timed pipelined and serial "
+     "runs, one lane per stream, copies numbered by chunk and each chunk's kernels numbered above "
+     "them); without such a file, one timed run of the chapter that uses the most streams, from its "
+     "phase trace."),
     ("roofline.png", "Roofline",
-     "Each chapter's main kernel: attained TFLOP/s against arithmetic intensity (napkin counts), under "
-     "the measured copy bandwidth and cuBLAS GEMM peaks measured on an H200 (reference figures)."),
+     "Each chapter's main kernel: attained TFLOP/s against arithmetic intensity, from each kernel's "
+     "napkin counts (the legend gives each count as a multiple of the convolution's own flops: chapter "
+     "05's sparse kernel counts the tensor-core work it does), under the copy bandwidth measured in "
+     "the same run and compute roofs from the fastest library GEMM measured per dtype; a datasheet "
+     "figure, labelled as one, where none was measured."),
 )
 CHART_FILES = tuple(name for name, _, _ in CHARTS)

@@ -30,11 +30,38 @@ OUTSIDE = dict(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=9, frameo
 
 
 def _footer(fig, view, extra=""):
-    parts = [view.device, view.date, "source: " + SOURCE_LABELS.get(view.source, view.source), view.shape]
+    _footer_parts(fig, [view.device, view.date, "source: " + SOURCE_LABELS.get(view.source, view.source), view.shape],
+                  extra)
+
+
+def _footer_parts(fig, parts, extra=""):
     text = "  ·  ".join(parts)
     if extra:
         text += "\n" + extra
     fig.supxlabel(text, fontsize=8, color="#444444")
+
+
+def _label(p):
+    """A chapter's tick label, naming the variant its kernels come from when it is not the headline."""
+    return p.label + (f"\n({p.kernel_variant} variant)" if p.kernel_variant else "")
+
+
+def _variant_notes(profiles, what="drawn", why="so their event pairs include waiting"):
+    """Which chapters are drawn from a stand-in variant, or add overlapping stages, and why."""
+    notes = []
+    for p in profiles:
+        if p.kernel_variant:
+            notes.append(f"{p.label}: {what} from its {p.kernel_variant} variant (the {p.variant} variant's kernels "
+                         f"and copies overlap on several streams, {why})")
+        elif p.overlapping:
+            notes.append(f"{p.label}: its kernels and copies overlap on several streams; these figures add "
+                         f"overlapping stages")
+    return notes
+
+
+def _wrap(text, width=150):
+    import textwrap
+    return "\n".join(textwrap.fill(line, width) for line in text.split("\n"))
 
 
 def _save(fig, path):
@@ -94,35 +121,55 @@ def chart_categories(view, profiles, path):
     labels, ms, share = analysis.category_bars(profiles)
     if not labels:
         raise FormatError("categories chart: no chapter has phase or profiler records")
+    shown = [p for p in profiles if p.categories]
+    ticks = [_label(p) for p in shown]
     x = np.arange(len(labels))
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 5.2), layout="constrained")
-    bottom1, bottom2 = np.zeros(len(labels)), np.zeros(len(labels))
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 5.6), layout="constrained")
+    # Left: each category's own bar on a log scale, so that a chapter of microseconds stays as legible
+    # as one of tens of milliseconds (stacked bars on a log axis would distort the segments); the
+    # outline around each group is the whole run.
+    present = [c for c in CATEGORIES if any(v > 0 for v in ms[c])]
+    slot = 0.84
+    w = slot / max(len(present), 1)
+    totals = np.array([sum(ms[c][i] for c in CATEGORIES) for i in range(len(labels))])
+    positive = [v for c in present for v in ms[c] if v > 0] + [t for t in totals if t > 0]
+    lo, hi = min(positive) / 2.5, max(positive) * 4
+    ax1.bar(x, np.where(totals > 0, totals, np.nan), slot + 0.08, bottom=lo, color="#f2f2f2", edgecolor="#777777",
+            lw=0.8, label="the whole run (sum)", zorder=0)
+    for j, c in enumerate(present):
+        v = np.array([m if m > 0 else np.nan for m in ms[c]])
+        ax1.bar(x - slot / 2 + w * (j + 0.5), v - lo, w, bottom=lo, color=COLORS[c], zorder=1)
+    for i, total in enumerate(totals):
+        if total > 0:
+            ax1.text(x[i], total * 1.12, _ms(total), ha="center", va="bottom", fontsize=8)
+    ax1.set_yscale("log")
+    ax1.set_ylim(lo, hi)
+    _plain_log(ax1.yaxis)
+    ax1.set_ylabel(f"time {_per(profiles)} (ms, log scale)")
+    ax1.set_title(f"Time {_per(profiles)} in each category (log scale)")
+    ax2.set_title("Share of each category")
+    bottom2 = np.zeros(len(labels))
     for c in CATEGORIES:
-        v, s = np.array(ms[c]), np.array(share[c])
-        ax1.bar(x, v, 0.6, bottom=bottom1, color=COLORS[c], label=CATEGORY_LABELS[c])
-        ax2.bar(x, s, 0.6, bottom=bottom2, color=COLORS[c])
+        s = np.array(share[c])
+        ax2.bar(x, s, 0.6, bottom=bottom2, color=COLORS[c], label=CATEGORY_LABELS[c])
         for i in range(len(labels)):
             if s[i] >= 6:
                 ax2.text(x[i], bottom2[i] + s[i] / 2, f"{s[i]:.0f}%", ha="center", va="center", fontsize=8)
-        bottom1 += v
         bottom2 += s
-    for i, total in enumerate(bottom1):
-        ax1.text(x[i], total, _ms(total), ha="center", va="bottom", fontsize=8)
-    ax1.set_ylim(0, max(bottom1.max(), 1e-9) * 1.12)
-    ax1.set_ylabel(f"time {_per(profiles)} (ms)")
-    ax1.set_title(f"Time {_per(profiles)} by category")
     ax2.set_ylim(0, 100)
     ax2.set_ylabel("share of the run (%)")
-    ax2.set_title("Share of each category")
     rot = 30 if len(labels) > 4 else 0
     for ax in (ax1, ax2):
-        ax.set_xticks(x, labels, rotation=rot, ha="right" if rot else "center", fontsize=9)
+        ax.set_xticks(x, ticks, rotation=rot, ha="right" if rot else "center", fontsize=9)
         _bar_limits(ax, len(labels))
         ax.grid(axis="y", alpha=0.3)
-    handles, names = ax1.get_legend_handles_labels()
-    ax2.legend(handles[::-1], names[::-1], **OUTSIDE)
+    handles, names = ax2.get_legend_handles_labels()
+    h1, n1 = ax1.get_legend_handles_labels()
+    ax2.legend(handles[::-1] + h1, names[::-1] + n1, **OUTSIDE)
     fig.suptitle("Where the time goes: allocations, copies, host steps and kernels per chapter", fontsize=12)
-    _footer(fig, view, _basis_note(profiles))
+    notes = [n for n in [_basis_note(profiles)] + _variant_notes(
+        profiles, why="so their stages add up to more than the run and their shares would not be shares of it") if n]
+    _footer(fig, view, _wrap("; ".join(notes), 170))
     return _save(fig, path)
 
 
@@ -130,30 +177,34 @@ def chart_top_kernels(view, profiles, path, n=5):
     items = analysis.top_kernels(profiles, n)
     if not items:
         raise FormatError("top kernels chart: no kernel records")
+    by_label = {p.label: p for p in profiles}
     chapters = list(dict.fromkeys(lab for lab, _, _ in items))
-    cmap = plt.get_cmap("tab10")
-    color = {c: cmap(i % 10) for i, c in enumerate(chapters)}
-    fig, ax = plt.subplots(figsize=(10, 1.6 + 0.32 * len(items)), layout="constrained")
+    cmap = plt.get_cmap("tab10" if len(chapters) <= 10 else "tab20")
+    color = {c: cmap(i % cmap.N) for i, c in enumerate(chapters)}
+    fig, ax = plt.subplots(figsize=(10, 1.9 + 0.32 * len(items)), layout="constrained")
     y = np.arange(len(items))[::-1]
     vals = [v for _, _, v in items]
     names = [k if len(k) <= 42 else k[:40] + "…" for _, k, _ in items]
     ax.barh(y, vals, 0.7, color=[color[lab] for lab, _, _ in items])
-    for yi, v in zip(y, vals):
-        ax.text(v * 1.05, yi, _ms(v), va="center", fontsize=8)
+    for yi, (lab, k, v) in zip(y, items):
+        calls = by_label[lab].kernel_calls.get(k, 1.0)
+        text = _ms(v) + (f"  ({calls:g} launches of {_ms(v / calls)})" if calls > 1.01 else "")
+        ax.text(v * 1.05, yi, text, va="center", fontsize=8)
     ax.set_yticks(y, names, fontsize=9)
     ax.set_xscale("log")
     _plain_log(ax.xaxis)
     lo, hi = min(vals), max(vals)
-    ax.set_xlim(lo / 3, hi * 6)
+    ax.set_xlim(lo / 3, hi * 30)
     for k in range(1, len(items)):  # a rule between chapters
         if items[k][0] != items[k - 1][0]:
             ax.axhline(y[k] + 0.5, color="#999999", lw=0.6)
-    ax.set_xlabel(f"kernel time {_per(profiles)} (ms, log scale)")
+    ax.set_xlabel(f"kernel time {_per(profiles)}, all launches (ms, log scale)")
     ax.grid(axis="x", alpha=0.3, which="both")
     handles = [plt.Rectangle((0, 0), 1, 1, color=color[c]) for c in chapters]
-    ax.legend(handles, chapters, title="chapter", **OUTSIDE)
+    ax.legend(handles, [_label(by_label[c]) for c in chapters], title="chapter", **OUTSIDE)
     fig.suptitle(f"The {n} slowest kernels of each chapter", fontsize=12)
-    _footer(fig, view, _basis_note(profiles))
+    notes = [n for n in [_basis_note(profiles)] + _variant_notes(profiles, "kernels") if n]
+    _footer(fig, view, _wrap("; ".join(notes), 170))
     return _save(fig, path)
 
 
@@ -161,10 +212,13 @@ def chart_ladder(view, profiles, path):
     labels, e2e, dev, floors, speedup = analysis.ladder(profiles)
     if not labels:
         raise FormatError("speed-up ladder: no chapter has end-to-end or device times")
+    ps = [p for p in profiles if p.e2e_ms is not None or p.device_ms is not None]
+    dev_speedup = analysis.device_speedups(profiles)
+    slow = analysis.host_step_outliers(profiles)
     x = np.arange(len(labels))
     has_e2e = any(v for v in e2e)  # profiler files alone carry no end-to-end time
     w = 0.38 if has_e2e else 0.5
-    fig, ax = plt.subplots(figsize=(11, 5.8), layout="constrained")
+    fig, ax = plt.subplots(figsize=(11, 6.2), layout="constrained")
     e = np.array([v if v else np.nan for v in e2e], dtype=float)
     d = np.array([v if v else np.nan for v in dev], dtype=float)
     bars = [(x + w / 2 if has_e2e else x, d, "#2ca02c", "device time (kernels)")]
@@ -176,7 +230,9 @@ def chart_ladder(view, profiles, path):
             if not math.isnan(v):
                 ax.text(xi, v * 1.08, _ms(v), ha="center", va="bottom", fontsize=8, rotation=90)
     distinct = sorted({round(f, 12) for f in floors if f})
-    floor_label = "copy floor: x + out\nat the copy ceiling"
+    kinds = sorted({p.floor_tensors for p in ps if p.floor_ms})
+    floor_label = "copy floor: each tensor moved once\nat the copy ceiling (" + \
+        "; ".join({2: "forward: x + out", 3: "backward: x + dout + dx"}.get(k, f"{k} tensors") for k in kinds) + ")"
     if len(distinct) == 1:
         floor_label += f", {_ms(distinct[0])}"
     for xi, f in zip(x, floors):
@@ -190,20 +246,47 @@ def chart_ladder(view, profiles, path):
     ax.set_yscale("log")
     ax.set_ylim(min(values) / 4, max(values) * 8)
     _plain_log(ax.yaxis)
-    # The speed-up sits just above the plot, where it cannot collide with the bars' labels.
+    # The speed-ups sit just above the plot, where they cannot collide with the bars' labels: end to
+    # end (bold), device time below it (grey). † marks a chapter whose shared host steps run slow in
+    # its process (an anomaly, not its change); ‡ the next chapter, whose × includes their recovery.
     above = matplotlib.transforms.blended_transform_factory(ax.transData, ax.transAxes)
-    for xi, s in zip(x, speedup):
+    marks, after = {}, False
+    for p in ps:
+        if p.label in slow:
+            marks[p.label], after = "†", True
+        elif after and p.e2e_ms and not analysis.is_backward(p.chapter):
+            marks[p.label], after = "‡", False
+    for xi, p, s, ds in zip(x, ps, speedup, dev_speedup):
         if s:
-            ax.text(xi, 1.015, f"×{s:.3g}", transform=above, ha="center", va="bottom", fontsize=9, fontweight="bold")
+            ax.text(xi, 1.05, f"×{s:.3g}{marks.get(p.label, '')}", transform=above, ha="center", va="bottom",
+                    fontsize=9, fontweight="bold")
+        if ds and has_e2e:
+            ax.text(xi, 1.012, f"device ×{ds:.3g}", transform=above, ha="center", va="bottom", fontsize=7.5,
+                    color="#2a7a2a")
     ax.set_xticks(x, labels, rotation=30 if len(labels) > 4 else 0, ha="right" if len(labels) > 4 else "center")
     ax.set_ylabel(f"time {_per(profiles)} (ms, log scale)")
     ax.grid(axis="y", alpha=0.3, which="major")
     _bar_limits(ax, len(labels))
     ax.legend(**OUTSIDE)
-    fig.suptitle("Speed-up ladder: end-to-end and device time per chapter "
-                 f"(×: end-to-end speed-up over {labels[0]})" if has_e2e else
+    fig.suptitle("Speed-up ladder: end-to-end and device time per chapter\n"
+                 f"(×: end-to-end speed-up over {labels[0]}; device ×: the same for device time)" if has_e2e else
                  "Device time per chapter (no end-to-end times: these files hold no chapter summary)", fontsize=12)
-    _footer(fig, view, "medians of the timed runs" if view.source == "builtin" else _basis_note(profiles))
+    notes = ["medians of the timed runs" if view.source == "builtin" else _basis_note(profiles)]
+    notes += _variant_notes([p for p in ps if p.kernel_variant or p.overlapping], "device time")
+    flagged = [p for p in ps if p.label in slow]
+    if flagged:
+        steps = list(dict.fromkeys(n for p in flagged for n in slow[p.label][1]))
+        notes.append("† " + ", ".join(p.label.split(" ")[0] for p in flagged) + ": the host steps they share with other "
+                     f"chapters ({', '.join(steps)}) take " +
+                     ", ".join(f"{slow[p.label][0]:.3g}×" for p in flagged) + " as long as in the fastest chapter: "
+                     "a slowdown of those processes (see docs/results.md), not of the chapters' changes")
+        nxt = [p for p in ps if marks.get(p.label) == "‡"]
+        for p in nxt:
+            k = ps.index(p)
+            notes.append(f"‡ {p.label.split(' ')[0]}: its end-to-end × includes those steps' return to normal speed, and "
+                         "with it the earlier chapters' gains they hid: it is not its own change's doing"
+                         + (f" (device × {dev_speedup[k]:.3g})" if dev_speedup[k] else ""))
+    _footer(fig, view, _wrap("\n".join(n for n in notes if n), 170))
     return _save(fig, path)
 
 
@@ -218,64 +301,150 @@ def _lane_order(lane):
     return (3, int(num) if num else 0, lane)
 
 
+KERNEL_SHADES = ("#2ca02c", "#98df8a", "#bcbd22", "#17a589", "#6b8e23", "#b5cf6b", "#637939", "#8ca252")
+OTHER_NAMES = {"api": "runtime API calls", "marker": "NVTX phase ranges", "d2d": "device-to-device copies"}
+
+
+def _kernel_colors(records):
+    """One shade of green per kernel name, in order of first appearance, so that kernels are told
+    apart by colour and named in the legend."""
+    names = list(dict.fromkeys(r[4] for r in records if r[3] == "kernel"))
+    return {n: KERNEL_SHADES[i % len(KERNEL_SHADES)] for i, n in enumerate(names)}
+
+
+def _draw_lanes(ax, records, end, kcolor, chunk_labels, width_px=800):
+    """records: (lane, start, duration, category, name, chunk or None). Copies carry their chunk
+    inside the bar; a chunk's run of kernels carries it just above. Names go inside bars that fit
+    (width_px: about the plot's width in pixels; a character at 6.5 points takes about 4)."""
+    def fits(dur, text):
+        return dur / end * width_px >= 4.0 * (len(text) + 1)
+    lanes = sorted({r[0] for r in records}, key=_lane_order)
+    for k, lane in enumerate(lanes):
+        yk = len(lanes) - 1 - k
+        mine = sorted((r for r in records if r[0] == lane), key=lambda r: r[1])
+        for ln, s, dur, cat, name, chunk in mine:
+            face = kcolor.get(name, COLORS["kernel"]) if cat == "kernel" else COLORS.get(cat, "#999999")
+            ax.broken_barh([(s, max(dur, end * 0.002))], (yk - 0.32, 0.64), facecolors=face, edgecolor="white",
+                           linewidth=0.3)
+            if chunk_labels and chunk and cat in ("h2d", "d2h"):
+                text = chunk  # the colour says the direction
+                if fits(dur, text):
+                    ax.text(s + dur / 2, yk, text, ha="center", va="center", fontsize=6.5, clip_on=True)
+            elif not chunk_labels and fits(dur, name) and lane != "runtime API":
+                ax.text(s + dur / 2, yk, name, ha="center", va="center", fontsize=6.5, clip_on=True)
+        if chunk_labels:  # each chunk's kernels: its number once, above them
+            groups = {}
+            for ln, s, dur, cat, name, chunk in mine:
+                if cat == "kernel" and chunk:
+                    a, b = groups.get(chunk, (s, s + dur))
+                    groups[chunk] = (min(a, s), max(b, s + dur))
+            for chunk, (a, b) in groups.items():
+                ax.text((a + b) / 2, yk + 0.34, chunk, ha="center", va="bottom", fontsize=6.5)
+    ax.set_yticks(range(len(lanes)), lanes[::-1], fontsize=9)
+    ax.set_ylim(-0.6, len(lanes) - 0.25)
+    ax.grid(axis="x", alpha=0.3)
+    return lanes
+
+
+def _timeline_legend(ax, records, kcolor, extra=()):
+    cats = list(dict.fromkeys(r[3] for r in records))
+    handles, names = [], []
+    for c in ("alloc", "h2d", "host", "d2h", "free", "d2d", "copy", "memset", "api", "marker"):
+        if c in cats:
+            handles.append(plt.Rectangle((0, 0), 1, 1, color=COLORS[c]))
+            names.append(CATEGORY_LABELS.get(c, OTHER_NAMES.get(c, c)))
+    for n, col in kcolor.items():
+        handles.append(plt.Rectangle((0, 0), 1, 1, color=col))
+        names.append(f"kernel {n}")
+    for h, n in extra:
+        handles.append(h)
+        names.append(n)
+    ax.legend(handles, names, **OUTSIDE)
+
+
+def _chart_stage_timeline(view, tl, path):
+    """A chapter's own stage timeline (--timeline FILE): one panel per variant on a common time axis,
+    copies labelled with their chunk, each chunk's kernels numbered above them."""
+    all_records = [r for _, recs in tl.panels for r in recs]
+    kcolor = _kernel_colors(all_records)
+    end = max(s + d for _, s, d, *_ in all_records)
+    heights = [len({r[0] for r in recs}) + 0.9 for _, recs in tl.panels]
+    fig, axes = plt.subplots(len(tl.panels), 1, figsize=(12, 1.9 + 0.55 * sum(heights)), sharex=True,
+                             layout="constrained", gridspec_kw=dict(height_ratios=heights), squeeze=False)
+    for ax, (variant, recs) in zip(axes[:, 0], tl.panels):
+        _draw_lanes(ax, recs, end, kcolor, chunk_labels=True, width_px=820)
+        span = max(s + d for _, s, d, *_ in recs) - min(s for _, s, *_ in recs)
+        ax.set_title(f"{variant}: {_ms(span)} from the first stage to the last", fontsize=10, loc="left")
+    axes[-1, 0].set_xlim(0, end * 1.01)
+    axes[-1, 0].set_xlabel("time since the run's first stage (ms, device times)")
+    extra = [(plt.Line2D([], [], ls="none", marker="$4$", color="black", ms=7), "chunk number: inside a copy,\n"
+              "and above that chunk's kernels")]
+    _timeline_legend(axes[0, 0], all_records, kcolor, extra)
+    fig.suptitle(f"Timeline of {tl.label} per stream: the last timed run of each variant", fontsize=12)
+    name = tl.file.rsplit("/", 1)[-1]
+    _footer_parts(fig, [tl.device, tl.date, f"source: {name} (the chapter's own stage timeline, device events)",
+                        tl.shape], _wrap(tl.matched))
+    return _save(fig, path)
+
+
 def chart_timeline(view, profiles, path, wanted=None):
+    tl = analysis.stage_timeline(view, profiles, wanted) if view.source == "builtin" else None
+    if tl is not None:
+        return _chart_stage_timeline(view, tl, path)
     p = analysis.timeline_chapter(profiles, wanted)
     if p is None:
         raise FormatError("timeline: no chapter has trace records (statistics alone carry no timestamps)")
-    lanes = sorted({lane for lane, *_ in p.timeline}, key=_lane_order)
+    records = [(lane, s, d, cat, name, None) for lane, s, d, cat, name in p.timeline]
+    lanes = {r[0] for r in records}
     fig, ax = plt.subplots(figsize=(11, 1.9 + 0.55 * len(lanes)), layout="constrained")
-    end = max(s + dur for _, s, dur, _, _ in p.timeline)
-    seen = []
-    for k, lane in enumerate(lanes):
-        yk = len(lanes) - 1 - k
-        for ln, s, dur, cat, name in p.timeline:
-            if ln != lane:
-                continue
-            ax.broken_barh([(s, max(dur, end * 0.002))], (yk - 0.38, 0.76), facecolors=COLORS.get(cat, "#999999"),
-                           edgecolor="white", linewidth=0.3)
-            if cat not in seen:
-                seen.append(cat)
-            # A name only where it fits (about 0.62 % of the width per character at this size).
-            if dur > end * 0.0065 * (len(name) + 2) and lane != "runtime API":
-                ax.text(s + dur / 2, yk, name, ha="center", va="center", fontsize=7, clip_on=True)
-    ax.set_yticks(range(len(lanes)), lanes[::-1], fontsize=9)
+    end = max(s + dur for _, s, dur, *_ in records)
+    kcolor = _kernel_colors(records)
+    _draw_lanes(ax, records, end, kcolor, chunk_labels=False, width_px=720)
     ax.set_xlim(0, end * 1.01)
-    ax.set_ylim(-0.6, len(lanes) - 0.4)
     ax.set_xlabel("time since the start of the run (ms)")
-    ax.grid(axis="x", alpha=0.3)
-    order = [c for c in ("alloc", "h2d", "host", "kernel", "d2h", "free", "d2d", "copy", "memset", "api", "marker")
-             if c in seen]
-    handles = [plt.Rectangle((0, 0), 1, 1, color=COLORS[c]) for c in order]
-    names = [CATEGORY_LABELS.get(c, {"api": "runtime API calls", "marker": "NVTX phase ranges",
-                                     "d2d": "device-to-device copies"}.get(c, c)) for c in order]
-    ax.legend(handles, names, **OUTSIDE)
+    _timeline_legend(ax, records, kcolor)
     fig.suptitle(f"Timeline of {p.label} per stream: {p.timeline_span}", fontsize=12)
     _footer(fig, view)
     return _save(fig, path)
 
 
-def chart_roofline(view, profiles, path, peaks=None):
+# What each kernel's flop count is, where the number alone would mislead (the roofline's footer).
+FLOP_NOTES = {
+    "naive_gemm": "a dense GEMM over the expanded weights Bw [W·D, D] (D× the convolution's flops)",
+    "wmma_gemm_sparse": "the tensor-core work it does: each 16×16 diagonal block of Bw multiplied densely "
+                        "(16× the convolution's flops, of which 1/16 is needed)",
+}
+
+
+def chart_roofline(view, profiles, path, roofs=None):
     points = analysis.roofline_points(profiles)
     bw = analysis.bandwidth_ceiling(profiles)
     if not points or not bw:
         raise FormatError("roofline: needs the chapters' kernel summary (FILE_kernels.tsv from --summary)")
-    peaks = peaks or [(label, value) for _, value, label in analysis.REFERENCE_PEAKS]
-    xs = [p[2] for p in points]
-    top = max(v for _, v in peaks)
-    ridges = [v * 1e3 / bw for _, v in peaks]  # where the bandwidth line meets each roof
-    x_lo, x_hi = min(min(xs), min(ridges)) / 10, max(max(xs), max(ridges)) * 4
-    fig, ax = plt.subplots(figsize=(10, 6.2), layout="constrained")
+    roofs = analysis.compute_roofs(view, profiles) if roofs is None else roofs
+    by_label = {p.label: p for p in profiles}
+    xs = [pt[2] for pt in points]
+    ys = [pt[3] for pt in points]
+    ridges = [r.tflops * 1e3 / bw for r in roofs]  # where the bandwidth line meets each roof
+    x_lo, x_hi = min(xs + ridges) / 10, max(xs + ridges) * 4
+    top = max([r.tflops for r in roofs] + ys)
+    fig, ax = plt.subplots(figsize=(12, 6.6), layout="constrained")
     grid = np.logspace(math.log10(x_lo), math.log10(x_hi), 200)
     ax.plot(grid, grid * bw / 1e3, color="#d62728", lw=1.5,
-            label=f"bandwidth ceiling: measured copy, {bw:,.0f} GB/s")
-    for k, (label, value) in enumerate(sorted(peaks, key=lambda p: p[1])):
-        ridge = value * 1e3 / bw  # where the bandwidth line meets this roof
-        ax.plot([ridge, x_hi], [value, value], color="#333333", lw=1.2, ls="-" if k == 0 else "--",
-                label=f"compute roof: {label}")
+            label=f"bandwidth ceiling: copy measured in this run,\n{bw:,.0f} GB/s (the chapters' summary_kernels)")
+    for r in roofs:
+        ridge = r.tflops * 1e3 / bw
+        ax.plot([ridge, x_hi], [r.tflops, r.tflops], color="#333333" if r.measured else "#888888", lw=1.2,
+                ls="-" if r.measured else ":", label=("measured roof, " if r.measured else "datasheet roof, ") + r.label)
     cmap = plt.get_cmap("tab10")
     markers = "os^Dv<>PXh"
     for i, (label, kernel, ai, tf) in enumerate(points):
-        ax.plot(ai, tf, markers[i % len(markers)], ms=8, color=cmap(i % 10), alpha=0.85, label=f"{label}: {kernel}")
+        p = by_label[label]
+        mult = analysis.flop_multiple(p.main)
+        dtype = analysis.shape_dtype(p.main.shape) or ""
+        what = f"{label}: {kernel}" + (f" ({p.kernel_variant} variant)" if p.kernel_variant else "")
+        what += f", {dtype}" + (f", counts {mult:.3g}× the conv's flops" if mult else "")
+        ax.plot(ai, tf, markers[i % len(markers)], ms=8, color=cmap(i % 10), alpha=0.85, label=what)
     # Chapters whose points (nearly) coincide share one label: "01, 02, 03".
     clusters = []
     for label, _, ai, tf in points:
@@ -285,25 +454,29 @@ def chart_roofline(view, profiles, path, peaks=None):
                 break
         else:
             clusters.append([[label.split(" ")[0]], ai, tf])
-    span = math.log10(x_hi / x_lo)
-    for names, ai, tf in clusters:
-        right_half = math.log10(ai / x_lo) > 0.55 * span  # labels point inwards, never off the axes
-        ax.annotate(", ".join(names), (ai, tf), textcoords="offset points", xytext=(-9 if right_half else 9, 6),
-                    ha="right" if right_half else "left", fontsize=9)
-    ys = [p[3] for p in points]
+    for names, ai, tf in clusters:  # above the point: labels of points at one intensity never collide
+        ax.annotate(", ".join(names), (ai, tf), textcoords="offset points", xytext=(0, 8), ha="center", fontsize=9)
     ax.set_xscale("log")
     ax.set_yscale("log")
     _plain_log(ax.xaxis)
     _plain_log(ax.yaxis)
     ax.set_xlim(x_lo, x_hi)
     ax.set_ylim(min(min(ys), x_lo * bw / 1e3) / 3, top * 4)
-    ax.set_xlabel("arithmetic intensity (flop per byte of DRAM traffic, napkin count)")
+    ax.set_xlabel("arithmetic intensity (flop per byte of DRAM traffic, each kernel's napkin count)")
     ax.set_ylabel("attained TFLOP/s (log scale)")
     ax.grid(alpha=0.3, which="major")
     ax.legend(**dict(OUTSIDE, fontsize=8))
-    fig.suptitle("Roofline: each chapter's main kernel against the measured bandwidth and a compute peak",
+    fig.suptitle("Roofline: each chapter's main kernel under the measured copy bandwidth and compute roofs",
                  fontsize=12)
-    _footer(fig, view, "compute roofs: " + analysis.REFERENCE_PEAKS_SOURCE)
+    notes = ["flops as each kernel's model counts them, shown as a multiple of the convolution's own 2·B·D·L·W"]
+    kernels = list(dict.fromkeys(k for _, k, _, _ in points))
+    notes += [f"{key}: {text}" for key, text in FLOP_NOTES.items() if any(k.startswith(key) for k in kernels)]
+    if roofs:
+        notes.append("roofs: the fastest library GEMM measured per dtype in the loaded result files (what this "
+                     "device reached, a lower bound on its peak)"
+                     + ("; a datasheet figure where none was measured" if any(not r.measured for r in roofs) else ""))
+    notes += _variant_notes([by_label[pt[0]] for pt in points if by_label[pt[0]].kernel_variant], "point")
+    _footer(fig, view, _wrap("\n".join(notes), 185))
     return _save(fig, path)
 
 

@@ -1,6 +1,7 @@
 """One parser per file format, and `detect`, which picks the parser from a file's header (and, where
-the header alone cannot tell, from its name). Every parser maps columns by name; see ANCHORS-style
-notes in docs/profiling.md for the formats themselves.
+the header alone cannot tell, from its name). Every parser maps columns by name; the formats
+themselves, version by version, are summarised in docs/background.md (section "Profiler file
+formats"), and docs/profiling.md shows how each file is produced.
 """
 import dataclasses
 import re
@@ -74,6 +75,8 @@ def detect(path, text):
             return Detected("summary-kernels")
         if {"chapter", "variant", "timed_runs", "events_ms"} <= set(head):
             return Detected("unused")  # written by `python -m profiling compare`
+        if set(STAGE_TIMELINE_COLUMNS) <= set(head):
+            return Detected("stage-timeline")
         return Detected("unknown")
     if any(name.endswith(s) for s in ROCPROF_UNUSED) and not name.endswith("_agent_info.csv"):
         return Detected("unused")
@@ -359,6 +362,7 @@ class Summary:
     device: str
     shape: str
     run: str = ""
+    file: str = ""
 
 
 @dataclasses.dataclass
@@ -374,6 +378,7 @@ class KernelSummary:
     device: str
     shape: str
     run: str = ""
+    file: str = ""
 
 
 def _tsv(path, text, columns, what):
@@ -389,7 +394,7 @@ def parse_summary(path, text, run):
         out.append(Summary(f"ch{t.text(cells, c['chapter'])}_{t.text(cells, c['name'])}", t.text(cells, c["variant"]),
                            t.number(cells, c["end_to_end_ms"], line), t.number(cells, c["kernels_ms"], line),
                            t.text(cells, c["verified"]) == "yes", t.text(cells, c["device"]),
-                           t.text(cells, c["shape"]), run))
+                           t.text(cells, c["shape"]), run, str(path)))
     return out
 
 
@@ -402,7 +407,45 @@ def parse_summary_kernels(path, text, run):
         num = {k: t.number(cells, c[k], line) for k in ("ms", "tflops", "gbs", "ceiling_pct", "copy_ceiling_gbs")}
         out.append(KernelSummary(f"ch{t.text(cells, c['chapter'])}_{t.text(cells, c['name'])}",
                                  t.text(cells, c["variant"]), t.text(cells, c["kernel"]), device=t.text(cells, c["device"]),
-                                 shape=t.text(cells, c["shape"]), run=run, **num))
+                                 shape=t.text(cells, c["shape"]), run=run, file=str(path), **num))
+    return out
+
+
+# ---- a chapter's stage timeline (chapter 07's --timeline FILE) ----------------------------------
+
+STAGE_TIMELINE_COLUMNS = ("variant", "stream", "chunk", "stage", "start_us", "end_us")
+
+
+@dataclasses.dataclass
+class Stage:
+    """One stage of one pipeline run as a chapter wrote it with --timeline: device times in us from
+    the run's first stage. chunk is "" for stages that belong to no chunk (the weights)."""
+    variant: str
+    stream: str
+    chunk: str
+    stage: str
+    start_us: float
+    end_us: float
+    chapter: str = ""   # chNN_... as the loader names it
+    run: str = ""
+    file: str = ""
+
+    @property
+    def category(self):
+        low = self.stage.lower()
+        return "h2d" if low.startswith("h2d") else "d2h" if low.startswith("d2h") else "kernel"
+
+
+def parse_stage_timeline(path, text, run, chapter=""):
+    t, c = _tsv(path, text, STAGE_TIMELINE_COLUMNS, "stage timeline")
+    out = []
+    for line, cells in t.records():
+        chunk = t.text(cells, c["chunk"])
+        out.append(Stage(t.text(cells, c["variant"]), t.text(cells, c["stream"]), "" if chunk == "-" else chunk,
+                         t.text(cells, c["stage"]), t.number(cells, c["start_us"], line),
+                         t.number(cells, c["end_us"], line), chapter, run, str(path)))
+    if not out:
+        raise FormatError(f"{path}: a stage timeline without stages")
     return out
 
 
@@ -410,7 +453,8 @@ def parse_file(path, ctx, text=None, detected=None):
     """Rows of one profile file (warnings: a list the caller prints). Raises FormatError."""
     text = read_text(path) if text is None else text
     d = detected or detect(path, text)
-    if d is None or d.fmt in ("unknown", "unused", "run-info", "summary", "summary-kernels", "rocprof-agent-info"):
+    if d is None or d.fmt in ("unknown", "unused", "run-info", "summary", "summary-kernels", "rocprof-agent-info",
+                              "stage-timeline"):
         raise FormatError(f"{path}: not a profile file profiling/ reads (expected the chapters' _stats.csv / "
                           f"_trace.csv, rocprofv3 or rocprof CSV, nsys stats CSV or ncu raw CSV)")
     if d.fmt == "builtin-stats":

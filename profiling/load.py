@@ -9,6 +9,8 @@ belongs to.
   has no chapter in it: put each chapter's output in a folder named after the chapter.
 - rocprofv3-format files come from our CUPTI tracer when a file of the same prefix is a cuda_api
   file (the tracer always writes those), otherwise from rocprofv3.
+- A stage timeline (chapter 07's --timeline file, e.g. ch07_timeline.tsv) belongs to the chapter of
+  the same number in a summary table of the same run.
 """
 import dataclasses
 import json
@@ -36,6 +38,7 @@ class Dataset:
     kernels: list = dataclasses.field(default_factory=list)
     runs: dict = dataclasses.field(default_factory=dict)      # run -> run_info (or {})
     agents: dict = dataclasses.field(default_factory=dict)    # run -> GPU names from rocprofv3 agent info
+    stages: list = dataclasses.field(default_factory=list)    # formats.Stage of stage timeline files
     notes: list = dataclasses.field(default_factory=list)     # files ignored, reports skipped
 
 
@@ -124,6 +127,8 @@ def load(paths, explicit=False):
             ds.kernels += formats.parse_summary_kernels(f, text, run)
         elif d.fmt == "rocprof-agent-info":
             ds.agents.setdefault(run, []).extend(formats.parse_agent_info(f, text))
+        elif d.fmt == "stage-timeline":
+            ds.stages += formats.parse_stage_timeline(f, text, run)
         elif d.fmt == "unused":
             pass  # a known file the charts do not need (rocprofv3 counters, `compare` tables)
         elif d.fmt == "unknown":
@@ -138,6 +143,10 @@ def load(paths, explicit=False):
         vs = known.setdefault(s.run, {}).setdefault(s.chapter, [])
         if s.variant not in vs:
             vs.append(s.variant)
+    for st in ds.stages:
+        number = re.match(r"^ch(\d\d)", pathlib.Path(st.file).name)
+        named = [c for c in known.get(st.run, {}) if number and c.startswith(f"ch{number.group(1)}_")]
+        st.chapter = named[0] if named else prefix_of(pathlib.Path(st.file).name)
     cuda_groups = {(f.parent, prefix_of(f.name)) for f, _, _, _ in found if "_cuda_api_" in f.name}
     for f, run_dir, text, d in found:
         run = str(run_dir)
