@@ -28,18 +28,23 @@ struct Kernel {
   std::string name;
   Layout layout;
   int vectors = 0, rows = 0;  // cf_chunked's and cl_tiled's choices
+  int access_bytes = 16;      // the channel-last kernels' widest access
 };
 
 std::vector<Kernel> all_kernels() {
   std::vector<Kernel> ks{{"naive", Layout::channel_first}, {"cf_vector", Layout::channel_first},
-                         {"naive", Layout::channel_last},  {"cl_vector", Layout::channel_last}};
+                         {"naive", Layout::channel_last},  {"cl_vector", Layout::channel_last},
+                         {"cl_vector", Layout::channel_last, 0, 0, 8}};
   for (int v : {1, 2, 4, 8}) ks.push_back({"cf_chunked", Layout::channel_first, v, 0});
   for (int r : {8, 16, 32}) ks.push_back({"cl_tiled", Layout::channel_last, 0, r});
+  ks.push_back({"cl_tiled", Layout::channel_last, 0, 16, 8});
+  ks.push_back({"cl_tiled", Layout::channel_last, 0, 32, 4});
   return ks;
 }
 
 std::string describe(const Kernel& k, const Options& o) {
   return k.name + (k.vectors ? "@" + std::to_string(k.vectors) : "") + (k.rows ? "@" + std::to_string(k.rows) : "") +
+         (k.access_bytes != 16 ? "@" + std::to_string(k.access_bytes) + "B" : "") +
          " " + layout_name(k.layout) + " B=" + std::to_string(o.batch) + " D=" + std::to_string(o.dim) +
          " L=" + std::to_string(o.seqlen) + " W=" + std::to_string(o.width) + " " + dtype_name(o.dtype) +
          (o.bias ? " bias" : "") + (o.silu ? " silu" : "");
@@ -85,8 +90,8 @@ HostArray run(const Kernel& k, const Problem& p, size_t offset = 0) {
     if (k.name == "naive") launch_naive(a, k.layout, o.width);
     else if (k.name == "cf_vector") launch_cf_vector(a, o.width);
     else if (k.name == "cf_chunked") launch_cf_chunked(a, o.width, k.vectors);
-    else if (k.name == "cl_vector") launch_cl_vector(a, o.width);
-    else launch_cl_tiled(a, o.width, k.rows);
+    else if (k.name == "cl_vector") launch_cl_vector(a, o.width, k.access_bytes);
+    else launch_cl_tiled(a, o.width, k.rows, k.access_bytes);
   });
   GPU_CHECK(cudaDeviceSynchronize());
   HostArray got(o.dtype, p.in.x.size());
@@ -155,7 +160,8 @@ TEST(Ch08Direct, RandomShapesMatchTheReference) {
 }
 
 // A thread's arithmetic does not depend on how the work is split: the channel-first vector kernels
-// agree bit for bit whatever the vectors per thread, and the channel-last ones whatever the rows.
+// agree bit for bit whatever the vectors per thread, and the channel-last ones whatever the rows and
+// the access width.
 TEST(Ch08Direct, KernelsOfALayoutGiveTheSameBits) {
   CONV1D_REQUIRE_GPU_OR_SKIP();
   for (Dtype t : {Dtype::fp32, Dtype::bf16}) {
@@ -198,6 +204,14 @@ TEST(Ch08Launch, ChannelLastAccessWidth) {
   const DirectArgs<__nv_bfloat16> h{reinterpret_cast<const __nv_bfloat16*>(buf), nullptr, nullptr,
                                     reinterpret_cast<__nv_bfloat16*>(buf), 1, 4096, 1, false};
   EXPECT_EQ(cl_access_elements(h), 8);
+  EXPECT_EQ(cl_access_elements(h, 8), 4);  // --access-bytes 8
+  EXPECT_EQ(cl_access_elements(h, 4), 2);
+}
+
+TEST(Ch08Launch, VectorsPerThread) {
+  EXPECT_EQ(chunked_vectors(int64_t(1) << 24, 132), 2);  // 8x4096x4096 bf16: 2^24 vectors
+  EXPECT_EQ(chunked_vectors(32768, 132), 1);              // 4x64x1024 bf16
+  EXPECT_EQ(chunked_vectors(32768, 132, 4), 4);           // asked for
 }
 
 TEST(Ch08Launch, RowsPerThreadFillTheGpu) {

@@ -24,10 +24,13 @@ __global__ void conv_fwd_cf_chunked(DirectArgs<T> a, FastDivmod by_len, FastDivm
   const int64_t chunk0 = warp * kVecs * kWarpLanes * kPer;  // first element of the warp's chunk
   auto first_element = [&](int j) { return chunk0 + (int64_t(j) * kWarpLanes + lane) * kPer; };
 
-  // 1. Every load first: the chunk's vectors, and the halo of the whole chunk (lane 0).
+  // 1. Every load first: the chunk's vectors, their filters, and the halo of the whole chunk (lane 0).
   Vec<T, kPer> cur[kVecs];
 #pragma unroll
   for (int j = 0; j < kVecs; ++j) cur[j] = first_element(j) < n ? load_or_tail<T, kPer>(a.x, first_element(j), n) : zero_vec<T, kPer>();
+  CfSpot<W> spot[kVecs];  // and their filters, loaded while the vectors are on their way
+#pragma unroll
+  for (int j = 0; j < kVecs; ++j) spot[j] = cf_spot<T, W>(a, by_len, by_dim, first_element(j));
   Bytes16 carry{};  // lane 0: the vector before its next one
   if (lane == 0 && chunk0 > 0 && chunk0 < n) carry = *reinterpret_cast<const Bytes16*>(a.x + chunk0 - kPer);
 
@@ -48,7 +51,7 @@ __global__ void conv_fwd_cf_chunked(DirectArgs<T> a, FastDivmod by_len, FastDivm
     const int64_t e0 = first_element(j);
     if (e0 < n) {
       float y[kPer];
-      cf_outputs<T, W>(a, by_len, by_dim, e0, cf_window<T, W>(prev, cur[j]), y);
+      cf_outputs<T, W>(a, by_len, by_dim, e0, spot[j], cf_window<T, W>(prev, cur[j]), y);
       store_or_tail<T, kPer>(a.out, e0, n, y);
     }
   }
@@ -56,7 +59,14 @@ __global__ void conv_fwd_cf_chunked(DirectArgs<T> a, FastDivmod by_len, FastDivm
 // [/docs:ch08_cf_chunked]
 
 constexpr int kChunkedThreads = 128;
-constexpr int kDefaultVecsPerThread = 2;  // the fastest of 1, 2, 4, 8 on an H200 (bench_08_sweep.tsv)
+// Vectors per thread when the command line does not say: 2 (the fastest of 1, 2, 4 and 8 at
+// 8x4096x4096 bf16 on an H200, bench_08_sweep.tsv) when that still gives every multiprocessor two
+// full rounds of threads, 1 for smaller problems, where each thread's serial chain of loads and
+// outputs is what the run waits for (results/gpu-check/ch08_ncu_tiny.csv).
+inline int chunked_vectors(int64_t vectors, int sm_count, int requested = 0) {
+  if (requested > 0) return requested;
+  return vectors >= int64_t(sm_count) * 2048 * 2 * 2 ? 2 : 1;
+}
 
 // The kernel for kVecs in {1, 2, 4, 8} (the chapter's --vectors flag).
 template <class T>

@@ -23,6 +23,7 @@ __global__ void conv_fwd_cf_vector(DirectArgs<T> a, FastDivmod by_len, FastDivmo
   const int64_t e0 = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) * kPer;
   const int lane = threadIdx.x % kWarpLanes;
   const Vec<T, kPer> cur = e0 < n ? load_or_tail<T, kPer>(a.x, e0, n) : zero_vec<T, kPer>();
+  const CfSpot<W> spot = cf_spot<T, W>(a, by_len, by_dim, e0);  // its filter, loaded meanwhile
 
   // The halo: the previous vector's last W-1 elements, from the lane below (all lanes shuffle).
   const Bytes16 words = bit_cast<Bytes16>(cur);
@@ -34,7 +35,7 @@ __global__ void conv_fwd_cf_vector(DirectArgs<T> a, FastDivmod by_len, FastDivmo
   if (e0 >= n) return;
 
   float y[kPer];
-  cf_outputs<T, W>(a, by_len, by_dim, e0, cf_window<T, W>(prev, cur), y);
+  cf_outputs<T, W>(a, by_len, by_dim, e0, spot, cf_window<T, W>(prev, cur), y);
   store_or_tail<T, kPer>(a.out, e0, n, y);
 }
 // [/docs:ch08_cf_vector]

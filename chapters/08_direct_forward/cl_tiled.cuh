@@ -72,8 +72,9 @@ inline int cl_tiled_rows(int64_t batch, int64_t seqlen, int64_t columns, int sm_
 }
 
 template <class T>
-void launch_cl_tiled(const DirectArgs<T>& a, int width, int rows, cudaStream_t s = 0, KernelFacts* facts = nullptr) {
-  dispatch_access(a, [&](auto access) {
+void launch_cl_tiled(const DirectArgs<T>& a, int width, int rows, int max_access_bytes = 16, cudaStream_t s = 0,
+                     KernelFacts* facts = nullptr) {
+  dispatch_access(a, max_access_bytes, [&](auto access) {
     constexpr int N = decltype(access)::value;
     const int64_t columns = a.dim / N, tiles = ceil_div(a.seqlen, rows);
     const FastDivmod by_cols(columns), by_tiles(tiles);

@@ -62,19 +62,22 @@ __global__ void conv_fwd_cl_vector(DirectArgs<T> a, FastDivmod by_cols, FastDivm
 }
 // [/docs:ch08_cl_vector]
 
-// The widest access (elements of T) that D and the pointers allow: N divides D, and rows of D
-// elements keep every access aligned.
+// The widest access (elements of T, at most max_bytes) that D and the pointers allow: N divides D,
+// and rows of D elements keep every access aligned. 16 bytes is the widest load; the chapter's
+// --access-bytes asks for narrower ones (fewer registers per thread, more accesses).
 template <class T>
-int cl_access_elements(const DirectArgs<T>& a) {
+int cl_access_elements(const DirectArgs<T>& a, int max_bytes = 16) {
   for (int n = kPer16<T>; n > 1; n /= 2)
-    if (a.dim % n == 0 && aligned_to(a.x, n * sizeof(T)) && aligned_to(a.out, n * sizeof(T))) return n;
+    if (n * static_cast<int>(sizeof(T)) <= max_bytes && a.dim % n == 0 && aligned_to(a.x, n * sizeof(T)) &&
+        aligned_to(a.out, n * sizeof(T)))
+      return n;
   return 1;
 }
 
 // Calls f(std::integral_constant<int, N>) for the access width N of cl_access_elements.
 template <class T, class F>
-void dispatch_access(const DirectArgs<T>& a, F&& f) {
-  switch (cl_access_elements(a)) {
+void dispatch_access(const DirectArgs<T>& a, int max_bytes, F&& f) {
+  switch (cl_access_elements(a, max_bytes)) {
     case 8: if constexpr (kPer16<T> >= 8) f(std::integral_constant<int, 8>{}); break;
     case 4: f(std::integral_constant<int, 4>{}); break;
     case 2: f(std::integral_constant<int, 2>{}); break;
@@ -85,8 +88,9 @@ void dispatch_access(const DirectArgs<T>& a, F&& f) {
 constexpr int kClThreads = 128;
 
 template <class T>
-void launch_cl_vector(const DirectArgs<T>& a, int width, cudaStream_t s = 0, KernelFacts* facts = nullptr) {
-  dispatch_access(a, [&](auto access) {
+void launch_cl_vector(const DirectArgs<T>& a, int width, int max_access_bytes = 16, cudaStream_t s = 0,
+                      KernelFacts* facts = nullptr) {
+  dispatch_access(a, max_access_bytes, [&](auto access) {
     constexpr int N = decltype(access)::value;
     const FastDivmod by_cols(a.dim / N), by_len(a.seqlen);
     const int64_t blocks = ceil_div(a.elements() / N, kClThreads);  // a thread per vector

@@ -172,24 +172,39 @@ __device__ __forceinline__ CfWindow<T, W> cf_window(const Vec<T, kPer16<T>>& pre
   return win;
 }
 
-// The outputs of one vector. Almost every vector lies inside one row: one channel, one filter, and
-// only the first W-1 outputs of a row need their taps masked. A vector across the end of a row (L
-// not a multiple of kPer, or L shorter than a vector) takes the general path, element by element.
+// Where a vector lies, and its filter. Almost every vector lies inside one row: one channel, one
+// filter, and only the first W-1 outputs of a row need their taps masked. The filter is loaded here,
+// before the kernel waits for x, so that the two loads overlap instead of following each other.
+template <int W>
+struct CfSpot {
+  int64_t t0;       // position of the vector's first element in its row
+  bool one_row;     // the vector lies inside one row (so f is its filter)
+  Filter<W> f;
+};
+
+template <class T, int W>
+__device__ __forceinline__ CfSpot<W> cf_spot(const DirectArgs<T>& a, const FastDivmod& by_len,
+                                             const FastDivmod& by_dim, int64_t e0) {
+  CfSpot<W> s;
+  int64_t row;
+  by_len.divmod(e0, &row, &s.t0);
+  s.one_row = s.t0 + kPer16<T> <= a.seqlen;
+  if (s.one_row) s.f = load_filter<W>(a, row - by_dim.div(row) * a.dim);
+  return s;
+}
+
+// The outputs of one vector. A vector across the end of a row (L not a multiple of kPer, or L
+// shorter than a vector) takes the general path, element by element.
 template <class T, int W>
 __device__ __forceinline__ void cf_outputs(const DirectArgs<T>& a, const FastDivmod& by_len, const FastDivmod& by_dim,
-                                           int64_t e0, const CfWindow<T, W>& win, float* y) {
+                                           int64_t e0, const CfSpot<W>& s, const CfWindow<T, W>& win, float* y) {
   constexpr int kPer = kPer16<T>;
-  int64_t row, t0;
-  by_len.divmod(e0, &row, &t0);
-  if (t0 + kPer <= a.seqlen) {
-    const Filter<W> f = load_filter<W>(a, row - by_dim.div(row) * a.dim);
-    if (t0 >= W - 1) {  // every output of the vector has all its taps
+  if (s.one_row && s.t0 >= W - 1) {  // every output of the vector has all its taps
 #pragma unroll
-      for (int i = 0; i < kPer; ++i) y[i] = conv_output<W, false>(f, &win.v[i], 0, a.silu);
-    } else {  // the start of a row
+    for (int i = 0; i < kPer; ++i) y[i] = conv_output<W, false>(s.f, &win.v[i], 0, a.silu);
+  } else if (s.one_row) {  // the start of a row
 #pragma unroll
-      for (int i = 0; i < kPer; ++i) y[i] = conv_output<W>(f, &win.v[i], taps_inside<W>(t0 + i), a.silu);
-    }
+    for (int i = 0; i < kPer; ++i) y[i] = conv_output<W>(s.f, &win.v[i], taps_inside<W>(s.t0 + i), a.silu);
   } else {
 #pragma unroll
     for (int i = 0; i < kPer; ++i) {

@@ -36,8 +36,14 @@ namespace {
 struct Flags {
   std::string layout = "both";
   std::string variant = "all";
-  int64_t vectors = kDefaultVecsPerThread;  // cf_chunked: vectors per thread
-  int64_t rows = 0;                         // cl_tiled: rows per thread (0: chosen from the shape)
+  int64_t vectors = 0;        // cf_chunked: vectors per thread (0: chosen from the shape)
+  int64_t rows = 0;           // cl_tiled: rows per thread (0: chosen from the shape)
+  int64_t access_bytes = 16;  // channel-last kernels: the widest access tried
+};
+
+// What the launches decided from the shape and the flags.
+struct Choices {
+  int vectors = 1, rows = 8, access_bytes = 16;
 };
 
 // One step of the chapter in one layout: which kernel, launched how.
@@ -59,12 +65,12 @@ const std::vector<Step>& all_steps() {
 
 // Launches step `st` on `a` (or, with `facts`, only describes the kernel it would launch).
 template <class T>
-void launch_step(const Step& st, const DirectArgs<T>& a, int width, const Flags& fl, int rows, KernelFacts* facts) {
+void launch_step(const Step& st, const DirectArgs<T>& a, int width, const Choices& c, KernelFacts* facts) {
   if (st.idea == "naive") launch_naive(a, st.layout, width, 0, facts);
   else if (st.idea == "vector" && st.layout == Layout::channel_first) launch_cf_vector(a, width, 0, facts);
-  else if (st.idea == "chunked") launch_cf_chunked(a, width, static_cast<int>(fl.vectors), 0, facts);
-  else if (st.idea == "vector") launch_cl_vector(a, width, 0, facts);
-  else launch_cl_tiled(a, width, rows, 0, facts);
+  else if (st.idea == "chunked") launch_cf_chunked(a, width, c.vectors, 0, facts);
+  else if (st.idea == "vector") launch_cl_vector(a, width, c.access_bytes, 0, facts);
+  else launch_cl_tiled(a, width, c.rows, c.access_bytes, 0, facts);
 }
 
 // The bytes a forward must move (x read, out written, the filters) and its arithmetic (W
@@ -92,14 +98,20 @@ class DirectForwardChapter : public Chapter {
                         "layout of x and out: channel-first [B,D,L], channel-last [B,L,D] or both (default)"),
             choice_flag("--variant", &flags_.variant, {"all", "chunked", "vector", "naive", "tiled"},
                         "all (default) or one step: chunked (channel-first), tiled (channel-last), vector, naive"),
-            int_flag("--vectors", &flags_.vectors, 1, 8, "cf_chunked: 16-byte vectors per thread, 1, 2, 4 or 8 (default 2)"),
+            int_flag("--vectors", &flags_.vectors, 0, 8,
+                     "cf_chunked: 16-byte vectors per thread, 1, 2, 4 or 8 (default 0: chosen from the shape)"),
             int_flag("--rows", &flags_.rows, 0, 32,
-                     "cl_tiled: time steps per thread, 8, 16 or 32 (default 0: chosen from the shape)")};
+                     "cl_tiled: time steps per thread, 8, 16 or 32 (default 0: chosen from the shape)"),
+            int_flag("--access-bytes", &flags_.access_bytes, 4, 16,
+                     "channel-last kernels: the widest access, 16, 8 or 4 bytes (default 16)")};
   }
 
   std::string check(const Options&) override {
     const int64_t v = flags_.vectors;
-    if (v != 1 && v != 2 && v != 4 && v != 8) return "--vectors must be 1, 2, 4 or 8 (got " + std::to_string(v) + ")";
+    if (v != 0 && v != 1 && v != 2 && v != 4 && v != 8)
+      return "--vectors must be 0, 1, 2, 4 or 8 (got " + std::to_string(v) + ")";
+    const int64_t ab = flags_.access_bytes;
+    if (ab != 4 && ab != 8 && ab != 16) return "--access-bytes must be 4, 8 or 16 (got " + std::to_string(ab) + ")";
     const int64_t r = flags_.rows;
     if (r != 0 && r != 8 && r != 16 && r != 32) return "--rows must be 0, 8, 16 or 32 (got " + std::to_string(r) + ")";
     for (const Step& st : all_steps())
@@ -147,7 +159,11 @@ class DirectForwardChapter : public Chapter {
   std::vector<MeasuredVariant> variants(const Frame& f) override {
     const Options& o = opt_;
     upload();
-    rows_ = cl_tiled_rows(o.batch, o.seqlen, o.dim / cl_columns_access(), f.dev.sm_count, static_cast<int>(flags_.rows));
+    choices_.access_bytes = static_cast<int>(flags_.access_bytes);
+    choices_.rows = cl_tiled_rows(o.batch, o.seqlen, o.dim / cl_columns_access(), f.dev.sm_count,
+                                  static_cast<int>(flags_.rows));
+    choices_.vectors = chunked_vectors(ceil_div(o.batch * o.dim * o.seqlen, dtype_bytes(o.dtype) == 4 ? 4 : 8),
+                                       f.dev.sm_count, static_cast<int>(flags_.vectors));
     std::vector<MeasuredVariant> vs;
     for (const Step& st : steps_) vs.push_back(variant(st));
     return vs;
@@ -188,7 +204,8 @@ class DirectForwardChapter : public Chapter {
   // Elements per access of the channel-last kernels (what D and the buffers allow).
   int cl_columns_access() {
     return dispatch_storage(opt_.dtype, [&](auto tag) {
-      return cl_access_elements(args<device_t<typename decltype(tag)::type>>(Layout::channel_last));
+      return cl_access_elements(args<device_t<typename decltype(tag)::type>>(Layout::channel_last),
+                                static_cast<int>(flags_.access_bytes));
     });
   }
 
@@ -203,7 +220,7 @@ class DirectForwardChapter : public Chapter {
   void launch(const Step& st, KernelFacts* facts) {
     dispatch_storage(opt_.dtype, [&](auto tag) {
       using T = device_t<typename decltype(tag)::type>;
-      launch_step(st, args<T>(st.layout), opt_.width, flags_, rows_, facts);
+      launch_step(st, args<T>(st.layout), opt_.width, choices_, facts);
     });
   }
 
@@ -251,10 +268,12 @@ class DirectForwardChapter : public Chapter {
     return m;
   }
 
-  // What the launch decided from the shape.
-  std::string detail(const Step& st) const {
-    if (st.idea == "chunked") return "; " + std::to_string(flags_.vectors) + " vectors per thread";
-    if (st.idea == "tiled") return "; " + std::to_string(rows_) + " time steps per thread";
+  // What the launch decided from the shape and the flags.
+  std::string detail(const Step& st) {
+    if (st.idea == "chunked") return "; " + std::to_string(choices_.vectors) + " vector(s) per thread";
+    const std::string access = std::to_string(cl_columns_access() * dtype_bytes(opt_.dtype)) + "-byte accesses";
+    if (st.idea == "tiled") return "; " + std::to_string(choices_.rows) + " time steps per thread, " + access;
+    if (st.layout == Layout::channel_last && st.idea == "vector") return "; " + access;
     return "";
   }
 
@@ -266,7 +285,7 @@ class DirectForwardChapter : public Chapter {
   std::vector<double> ref_;   // [B, D, L]
   DeviceBuffer weight_, bias_;
   Tensors first_, last_;
-  int rows_ = kTileBatch;
+  Choices choices_;
 };
 
 }  // namespace
