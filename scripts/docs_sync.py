@@ -22,7 +22,8 @@ Two kinds of marked regions in Markdown files are generated, never typed by hand
                                               (nth=K: the K-th of several matching rows, in file order)
       share PATH category=CAT                                        a category's share (%) of a
                                                                      phase stats file
-      ratio PATH where=... col=C over=col:value,...                  cell / the cell of another row
+      ratio PATH where=... col=C over=col:value,... [over_path=P]    cell / the cell of another row
+                                              (of file P when given; over_col=C2 for another column)
 
 Usage: docs_sync.py          rewrite the regions in place
        docs_sync.py --check  exit 1 (and show what differs) if any region is out of date
@@ -136,7 +137,7 @@ def filtered(path, where, nth=None):
 
 def cell(path, opts, where_key="where"):
     row = filtered(path, opts.get(where_key, ""), opts.get("nth" if where_key == "where" else "over_nth"))
-    col = opts.get("col")
+    col = opts.get("col") if where_key == "where" else opts.get("over_col", opts.get("col"))
     if col not in row:
         raise DocError(f"{path}: no column {col}")
     return float(row[col])
@@ -151,7 +152,7 @@ def value_region(args):
     if kind == "tsv":
         v = cell(path, opts) * float(opts.get("scale", "1"))
     elif kind == "ratio":
-        v = cell(path, opts) / cell(path, opts, "over")
+        v = cell(path, opts) / cell(opts.get("over_path", path), opts, "over")
     elif kind == "share":
         rows = read_csv(path)
         v = sum(float(r["Percentage"]) for r in rows if r["Category"] == opts.get("category"))

@@ -6,16 +6,19 @@
 # Result files (under $out/results):
 #   bench_08.tsv, bench_08_kernels.tsv   every step in both layouts at the issue's shapes: 8x4096x4096
 #                                        (bf16, fp16, fp32; bf16 with --bias --silu), 32x2048x512,
-#                                        1x4096x16384, 8x4096x4095 (odd L), 4x64x1024 (launch-bound);
+#                                        1x4096x16384, 8x4096x4095 (odd L), 4x64x1024 (launch-bound),
+#                                        8x1024x4096 fp16 and fp32 (chapters 01-05's benchmark shape);
 #                                        the kernels file has ms, GB/s and the share of the copy ceiling
 #   bench_08_sweep.tsv, _kernels.tsv     --vectors 1, 2, 4, 8, and --rows 8, 16, 32 each with 16- and
 #                                        8-byte accesses, at 8x4096x4096 bf16
 #   bench_08_ch05.tsv, _kernels.tsv      chapter 05's sparse path at 8x4096x4096 fp16 (its kernels and
 #                                        its end-to-end time), for the speed-up over the GEMM route
-#   ch08_resources.txt                   registers, stack and shared memory per kernel (cuobjdump)
-#   ch08_ncu.csv                         DRAM bytes, duration, achieved occupancy and the long
-#                                        scoreboard stall of the six kernels at 8x4096x4096 bf16
-#   ch08_ncu_tiny.csv                    the kernels' durations at 4x64x1024 (launch-bound)
+#   ch08_resources.txt, .tsv             registers, stack and local memory per kernel (cuobjdump; the
+#                                        .tsv by scripts/result_tables.py, for the docs)
+#   ch08_ncu.csv, .tsv                   DRAM bytes, duration, achieved occupancy and the long
+#                                        scoreboard stall of the six kernels at 8x4096x4096 bf16 (the
+#                                        .tsv: medians per kernel, scripts/result_tables.py)
+#   ch08_ncu_tiny.csv, .tsv              the kernels' durations at 4x64x1024 (launch-bound)
 
 exe8=$build/chapters/08_direct_forward/ch08_direct_forward
 bench8=$out/results/bench_08.tsv
@@ -52,6 +55,11 @@ if [[ -x $exe8 ]]; then
   run8 "$bench8" odd_l_bf16 --batch 8 --dim 4096 --seqlen 4095 --width 4 --iters 20 --warmup 3 --dtype bf16 \
     --layout channel-first
   run8 "$bench8" tiny_bf16 --batch 4 --dim 64 --seqlen 1024 --width 4 --iters 200 --warmup 20 --dtype bf16
+  # The shape chapters 01-05 are benchmarked at (20-chapters-02-04.sh, 40-chapter-05.sh), for the table
+  # of every approach at one shape (docs/what-we-learned.md).
+  for dt in fp16 fp32; do
+    run8 "$bench8" "story_$dt" --batch 8 --dim 1024 --seqlen 4096 --width 4 --iters 20 --warmup 3 --dtype "$dt"
+  done
   for v in 1 2 4 8; do
     run8 "$sweep8" "vectors_$v" "${big8[@]}" --dtype bf16 --layout channel-first --variant chunked --vectors "$v"
   done
@@ -80,6 +88,7 @@ if [[ -x $exe8 ]]; then
         printf 'REG %s STACK %s LOCAL %s %s\n' "$reg" "$stack" "$local" "$(echo "$name" | c++filt)"
       done
   } > "$res8" 2>&1
+  python3 "$root/scripts/result_tables.py" resources "$res8" "${res8%.txt}.tsv" || true
   if grep -q '^REG' "$res8" && ! awk '/^REG/ && ($4 > 0 || $6 > 0) {bad = 1} END {exit !bad}' "$res8"; then
     row ch08_direct_forward "registers and local memory (cuobjdump)" pass "$(grep -c '^REG' "$res8") kernels, no stack, no local memory"
   else
@@ -92,7 +101,8 @@ if [[ -x $exe8 ]]; then
        --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,sm__warps_active.avg.pct_of_peak_sustained_active,smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio,smsp__average_warp_latency_per_inst_issued.ratio \
        --log-file "$out/results/ch08_ncu.csv" "$exe8" --batch 8 --dim 4096 --seqlen 4096 --width 4 --dtype bf16 \
        --iters 1 --warmup 0 > "$out/logs/ncu_ch08.log" 2>&1; then
-    row ch08_direct_forward "ncu: DRAM bytes, occupancy, stalls" pass "results/ch08_ncu.csv"
+    python3 "$root/scripts/result_tables.py" ncu "$out/results/ch08_ncu.csv" "$out/results/ch08_ncu.tsv"
+    row ch08_direct_forward "ncu: DRAM bytes, occupancy, stalls" pass "results/ch08_ncu.csv, .tsv"
   else
     row ch08_direct_forward "ncu: DRAM bytes, occupancy, stalls" FAIL "see logs/ncu_ch08.log"
   fi
@@ -102,7 +112,8 @@ if [[ -x $exe8 ]]; then
      ncu --csv --page raw --clock-control none --kernel-name regex:conv_fwd --metrics gpu__time_duration.sum \
        --log-file "$out/results/ch08_ncu_tiny.csv" "$exe8" --batch 4 --dim 64 --seqlen 1024 --width 4 --dtype bf16 \
        --iters 3 --warmup 0 > "$out/logs/ncu_ch08_tiny.log" 2>&1; then
-    row ch08_direct_forward "ncu: kernel time at 4x64x1024" pass "results/ch08_ncu_tiny.csv"
+    python3 "$root/scripts/result_tables.py" ncu "$out/results/ch08_ncu_tiny.csv" "$out/results/ch08_ncu_tiny.tsv"
+    row ch08_direct_forward "ncu: kernel time at 4x64x1024" pass "results/ch08_ncu_tiny.csv, .tsv"
   else
     row ch08_direct_forward "ncu: kernel time at 4x64x1024" FAIL "see logs/ncu_ch08_tiny.log"
   fi

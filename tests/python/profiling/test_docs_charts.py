@@ -41,3 +41,15 @@ def test_charts_region_errors(docs_sync, tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(docs_sync.DocError, match="none of the charts"):
         docs_sync.render("<!-- results: charts empty -->\n<!-- /results -->", page)
+
+
+def test_ratio_across_files_and_columns(docs_sync, tmp_path):
+    """`ratio` divides a cell by a cell of another row, of another file (over_path) and another
+    column (over_col) when asked: a speed-up between two result files."""
+    (tmp_path / "a.tsv").write_text("variant\tms\nfast\t0.25\n")
+    (tmp_path / "b.tsv").write_text("variant\tkernels_ms\nslow\t1.0\n")
+    text = ("<!-- value: ratio b.tsv where=variant:slow col=kernels_ms over=variant:fast over_path=a.tsv "
+            "over_col=ms fmt=.2f -->?<!-- /value -->")
+    assert docs_sync.render(text, tmp_path / "README.md").endswith("-->4.00<!-- /value -->")
+    same_file = "<!-- value: ratio a.tsv where=variant:fast col=ms over=variant:fast -->?<!-- /value -->"
+    assert "-->1.0<!--" in docs_sync.render(same_file, tmp_path / "README.md")
