@@ -1,16 +1,17 @@
-// The host-transpose anomaly of issue 16: chapters 02 and 03 spend about twice as long in their two
-// host transposes as chapters 01 and 04, in every run, although all four call the same
-// conv1d::transpose_batched on the same data. This benchmark times that transpose at a chapter's
+// The host-transpose anomaly: in the results measured before common/preprocess.h's transpose got its
+// present loop, chapters 02 and 03 spent about twice as long in their two host transposes as
+// chapters 01 and 04, in every run, although all four call the same conv1d::transpose_batched on the
+// same data. This benchmark times that transpose at a chapter's
 // shape under each condition that could make the difference, one section per hypothesis:
 //
 //   malloc  the chapters' own allocation sequences through std::vector, each in a fresh process:
 //           glibc's dynamic mmap threshold decides whether a buffer is fresh mmapped memory (page
 //           faults on first touch) or heap memory an earlier run already touched
-//   code    the machine code: the library's loop in registers (chapter 04 calls an out-of-line copy;
-//           chapter 01 inlines it and keeps it in registers too), the same loop with its running
-//           pointer, stride and bound kept on the stack (what the compiler made of it where it
-//           inlined it into chapters 02 and 03), and the loop with its tile bounds hoisted (the
-//           proposed fix, which stays in registers wherever it is inlined)
+//   code    the machine code: the library's loop (each tile's bounds computed once, which stays in
+//           registers wherever it is inlined), and the earlier loop (bounds tested twice per
+//           element) with its running pointer, stride and bound kept on the stack, as the compiler
+//           made it where it inlined that loop into chapters 02 and 03 (chapter 04 called an
+//           out-of-line copy, chapter 01 kept it in registers)
 //   align   the destination's offset modulo 4096 (4K aliasing between the loads and the stores)
 //   pages   2 MiB transparent huge pages asked for or refused with madvise (TLB reach)
 //
@@ -19,8 +20,8 @@
 // buffers lie: the heap (brk) or an mmap, the offset of the data modulo 4096, and the kB of that
 // mapping in huge pages.
 //
-// What it showed (issue 16; alike on a 2-core development VM and on the H200 machine's 16-core
-// host): the code section alone makes the difference. With its running destination pointer on the
+// What it showed (alike on a 2-core development VM and on the H200 machine's 16-core host): the
+// code section alone makes the difference. With its running destination pointer on the
 // stack the loop takes about twice as long in both directions; the other spilled values, the
 // destination's offset modulo 4096 and huge pages change little; the allocation sequences explain
 // chapter 01's slower "host buffer for C" (a cold, sometimes freshly faulted buffer, where chapters
@@ -93,7 +94,7 @@ inline void keep_in_memory(V& v) {
   asm volatile("" : "+m"(v));
 }
 
-// The library's loop, element for element, with values of its innermost loop kept on the stack as
+// The earlier loop, element for element, with values of its innermost loop kept on the stack as
 // chapters 02 and 03 got it from the compiler: there the loop is inlined into the upload and
 // download lambdas, and the register allocator spills the running destination pointer (kPointer)
 // and the source row, the stride and the loop bound (kOthers). The pointer costs a store and a load
@@ -124,24 +125,6 @@ template <bool kPointer, bool kOthers>
   }
 }
 
-// The loop with each tile's bounds computed once (one comparison per inner iteration instead of
-// two): fewer values live in the innermost loop, which then stays in registers even where the
-// library's loop does not (the fix proposed on issue 16).
-[[gnu::noinline]] void transpose_hoisted(const float* in, float* out, int64_t batch, int64_t rows, int64_t cols) {
-  constexpr int64_t kTile = 32;
-  for (int64_t b = 0; b < batch; ++b) {
-    const float* src = in + b * rows * cols;
-    float* dst = out + b * rows * cols;
-    for (int64_t r0 = 0; r0 < rows; r0 += kTile) {
-      const int64_t r1 = std::min(r0 + kTile, rows);
-      for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
-        const int64_t c1 = std::min(c0 + kTile, cols);
-        for (int64_t r = r0; r < r1; ++r)
-          for (int64_t c = c0; c < c1; ++c) dst[c * rows + r] = src[r * cols + c];
-      }
-    }
-  }
-}
 
 // ---------------------------------------------------------------------------------------------
 // Measuring: wall time and minor page faults per run.
@@ -418,11 +401,10 @@ void section_code(const Settings& s) {
   print_header();
   MappedBuffer a(s.elements(), kMallocOffset, Thp::system), b(s.elements(), kMallocOffset, Thp::system);
   for (const Direction& d : directions(s)) {
-    time_transpose(s, "library, in registers (ch01, ch04)", transpose_library, a, b, d);
-    time_transpose(s, "all on the stack (ch02, ch03)", transpose_spilled<true, true>, a, b, d);
-    time_transpose(s, "only the pointer on the stack", transpose_spilled<true, false>, a, b, d);
-    time_transpose(s, "row, stride, bound on the stack", transpose_spilled<false, true>, a, b, d);
-    time_transpose(s, "tile bounds hoisted (proposed)", transpose_hoisted, a, b, d);
+    time_transpose(s, "library (in registers)", transpose_library, a, b, d);
+    time_transpose(s, "earlier, all on stack (ch02, ch03)", transpose_spilled<true, true>, a, b, d);
+    time_transpose(s, "earlier, the pointer on the stack", transpose_spilled<true, false>, a, b, d);
+    time_transpose(s, "earlier, row/stride/bound on stack", transpose_spilled<false, true>, a, b, d);
   }
 }
 
@@ -460,7 +442,7 @@ bool codes_agree(const Settings& s) {
   for (const Direction& d : directions(s)) {
     transpose_library(x.data(), want.data(), s.batch, d.rows, d.cols);
     for (TransposeFn fn : {transpose_spilled<true, true>, transpose_spilled<true, false>,
-                           transpose_spilled<false, true>, transpose_hoisted}) {
+                           transpose_spilled<false, true>}) {
       std::fill(got.begin(), got.end(), -1.0f);
       fn(x.data(), got.data(), s.batch, d.rows, d.cols);
       if (want != got) return false;
@@ -484,11 +466,11 @@ const char* kUsage =
     "usage: conv1d_bench_host_transpose [--batch B] [--dim D] [--seqlen L] [--width W] [--iters N]\n"
     "                                   [--warmup N] [--section malloc|code|align|pages|all]\n"
     "Times conv1d::transpose_batched<float> (common/preprocess.h) on the host at a chapter's shape\n"
-    "(default B=4 D=512 L=2048 W=4, 2 warm-up + 10 timed runs) under the conditions of issue 16's\n"
+    "(default B=4 D=512 L=2048 W=4, 2 warm-up + 10 timed runs) under the conditions of the chapters'\n"
     "host-transpose anomaly:\n"
     "  malloc  chapter 01's and chapters 02-04's allocation sequences (glibc's dynamic mmap threshold)\n"
-    "  code    the library's loop in registers (chapters 01/04), with its pointers on the stack\n"
-    "          (chapters 02/03), and with its tile bounds hoisted (the proposed fix)\n"
+    "  code    the library's loop, and the earlier loop with values on the stack as chapters 02 and\n"
+    "          03 had it\n"
     "  align   the destination's offset modulo 4096\n"
     "  pages   transparent huge pages asked for or refused (madvise)\n"
     "Each row: median/min/max ms, minor page faults per run, and where the buffers lie (heap or mmap,\n"

@@ -80,3 +80,14 @@ for folder in 02_gpu_preprocess 03_batch_fusion 04_bias_epilogue; do
     done
   done
 done
+
+# The host transpose of chapters 01-04 on this machine's CPU (tests/bench_host_transpose.cpp): the
+# library's loop against the earlier one with its values on the stack, which made chapters 02 and 03
+# twice as slow in the results under results/before-transpose-fix/.
+step "host transpose benchmark"
+if "$build/tests/conv1d_bench_host_transpose" --section code > "$out/results/host_transpose_code.txt" 2>&1; then
+  row host_transpose "conv1d_bench_host_transpose --section code" pass \
+    "$(awk '/library/ {printf "%s: %s ms; ", $4 " " $5 " " $6, $7}' "$out/results/host_transpose_code.txt")"
+else
+  row host_transpose "conv1d_bench_host_transpose --section code" FAIL "see results/host_transpose_code.txt"
+fi

@@ -53,3 +53,10 @@ def test_ratio_across_files_and_columns(docs_sync, tmp_path):
     assert docs_sync.render(text, tmp_path / "README.md").endswith("-->4.00<!-- /value -->")
     same_file = "<!-- value: ratio a.tsv where=variant:fast col=ms over=variant:fast -->?<!-- /value -->"
     assert "-->1.0<!--" in docs_sync.render(same_file, tmp_path / "README.md")
+
+
+def test_where_values_with_spaces_and_commas(docs_sync, tmp_path):
+    """A `where` value writes a space as "+" and a comma as "%2C" (commas separate conditions)."""
+    (tmp_path / "s.csv").write_text('"Name","AverageNs"\n"transpose x to [B,L,D]",2000000\n"other",1\n')
+    text = "<!-- value: tsv s.csv where=Name:transpose+x+to+[B%2CL%2CD] col=AverageNs scale=1e-6 -->?<!-- /value -->"
+    assert "-->2.0<!--" in docs_sync.render(text, tmp_path / "README.md")
