@@ -1,5 +1,5 @@
 // Phase records: every host step, allocation, copy, kernel and free of a run, with its category and
-// start/end on one clock. Printed as a table with shares (the seeds' "where does the time go"
+// start/end on one clock. Printed as a table with shares (the seed notes' "where does the time go"
 // analysis, done by the program itself) and written as CSV for profiling/.
 //
 // Clocks: host steps, allocations, frees and synchronous copies are timed on the steady host clock

@@ -1,4 +1,5 @@
-// Chapter 01: the seeds' original pipeline. Everything but the GEMM happens on the host:
+// Chapter 01: the original pipeline of the seed notes (docs/background.md#the-seeds). Everything but
+// the GEMM happens on the host:
 //
 //   x [B,D,L] -> transpose -> pad -> img2col -> A [B,L,W*D]      (host)
 //   weight [D,W] -> expand -> Bw [W*D,D]                          (host)
@@ -74,7 +75,7 @@ void run_pipeline(const FwdProblem& p, RunContext& ctx, HostArray& out) {
   rec.h2d("copy Bw to device", [&] { GPU_CHECK(cudaMemcpy(d_bw.get(), bw.data(), n.bw * sizeof(T), cudaMemcpyHostToDevice)); });
   if (ctx.poison_outputs) d_c.poison();  // verification runs only: an unwritten C element stays NaN
 
-  for (int64_t b = 0; b < B; ++b)  // one launch per batch, as in the seeds
+  for (int64_t b = 0; b < B; ++b)  // one launch per batch, as in the seed notes
     rec.kernel("naive_gemm", [&] {
       launch_naive_gemm(d_a.get<DevT>() + b * L * W * D, d_bw.get<DevT>(), d_c.get<DevT>() + b * L * D, L, D, W * D);
     });

@@ -1,5 +1,5 @@
 // Chapter 02: pad + img2col and the weight expansion move to GPU kernels; the transposes stay on the
-// host, as in the seeds.
+// host, as in the seed notes (docs/background.md#the-seeds).
 //
 //   x [B,D,L] -> transpose -> xt [B,L,D]                                (host)
 //   cudaMalloc xt, weight, A, Bw, C; copy xt and weight to the device    (alloc, h2d)
@@ -34,7 +34,7 @@ void launch_per_batch(const FwdProblem& p, RunContext& ctx, DeviceBuffers& d) {
   using DevT = device_t<T>;
   const int64_t B = p.shape.batch, D = p.shape.dim, L = p.shape.seqlen;
   const int W = p.shape.width;
-  for (int64_t b = 0; b < B; ++b)  // one launch per batch, as in the seeds
+  for (int64_t b = 0; b < B; ++b)  // one launch per batch, as in the seed notes
     ctx.rec.kernel("preprocess_input", [&] {
       launch_preprocess_input(d.xt.get<DevT>() + b * L * D, d.a.get<DevT>() + b * L * W * D, 1, L, D, W);
     });

@@ -1,4 +1,4 @@
-// The seeds' separate bias pass: after the GEMM has stored C, one more kernel reads C, adds the bias
+// The separate bias pass of the seed notes (docs/background.md#the-seeds): after the GEMM has stored C, one more kernel reads C, adds the bias
 // (and applies SiLU when asked) and writes C again.
 #pragma once
 

@@ -1,6 +1,6 @@
 // Chapter 04: the bias arrives (with the optional SiLU), in two ways that one run compares:
 //
-//   separate  chapter 03's launches, then the seeds' add_bias pass over C (bias + SiLU)
+//   separate  chapter 03's launches, then the seed notes' add_bias pass over C (bias + SiLU)
 //   fused     chapter 03's preprocessing, then naive_gemm_bias_silu: the same GEMM with the
 //             epilogue applied before C is stored
 //

@@ -27,8 +27,8 @@
 namespace conv1d::ch06 {
 
 // [docs:ch06_tile]
-// One block's tile: kRows time steps x kChannels channels, worked on by kThreads threads. The seeds'
-// choice is 64 x 64 with 128 threads; other values that pass the asserts work too (the tests run a
+// One block's tile: kRows time steps x kChannels channels, worked on by kThreads threads. The seed
+// notes' choice is 64 x 64 with 128 threads; other values that pass the asserts work too (the tests run a
 // second configuration). For the arithmetic a thread owns two neighbouring channels and a run of
 // kRowsPerThread consecutive time steps, so one row of the tile is read by kPairsPerRow threads.
 // kMinBlocksPerSM asks the compiler to fit that many blocks on a multiprocessor (at most 96

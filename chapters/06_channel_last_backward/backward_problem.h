@@ -1,4 +1,4 @@
-// Chapter 06, host side: the command line (the seeds' presets and the chapter's own flags), the
+// Chapter 06, host side: the command line (the presets of the seed notes, docs/background.md#the-seeds, and the chapter's own flags), the
 // random problem with its fp64 reference, and the tolerances the results are held to.
 #pragma once
 
@@ -13,7 +13,7 @@
 
 namespace conv1d::ch06 {
 
-// The seeds' six test configurations (all width 4), selectable with --preset NAME.
+// The seed notes' six test configurations (all width 4), selectable with --preset NAME.
 struct Preset {
   const char* name;
   int64_t batch, dim, seqlen;
@@ -52,7 +52,7 @@ inline std::vector<ExtraFlag> chapter_flags(Options* opt, BwdFlags* f) {
   std::string names;
   for (const Preset& p : presets()) names += (names.empty() ? "" : ", ") + std::string(p.name);
   ExtraFlag preset{"--preset",
-                   "the seeds' shapes BxDxL, W=4: tiny 1x32x64, small 2x64x256, medium 4x64x512, large "
+                   "the seed notes' shapes BxDxL, W=4: tiny 1x32x64, small 2x64x256, medium 4x64x512, large "
                    "4x64x1024 (with bias); no-bias, with-silu (small's); later flags override",
                    true, [=](const std::string& v) -> std::string {
                      for (const Preset& p : presets()) {
@@ -86,9 +86,10 @@ struct BwdProblem {
 };
 
 // [docs:ch06_tolerance]
-// dweight[d, k] and dbias[d] are sums of B*L terms, so "1e-3 relative to the magnitudes" (ANCHORS)
-// needs a magnitude for a sum: we take the root of the sum of its terms' squares (the size a sum of
-// that many random terms has), its mean square over all outputs of the tensor, times 1e-3, as atol;
+// dweight[d, k] and dbias[d] are sums of B*L terms, so "1e-3 relative to the magnitudes" (the
+// reference library's tests, docs/background.md#verification-tolerances) needs a magnitude for a
+// sum: we take the root of the sum of its terms' squares (the size a sum of that many random terms
+// has), its mean square over all outputs of the tensor, times 1e-3, as atol;
 // rtol is 1e-3. Losing a single 64-row tile moves a sum by about 8/sqrt(B*L) of that magnitude: 4 %
 // at the benchmark's B*L = 32768, far outside the tolerance (the tests check that it is caught).
 inline Tolerance sum_tolerance(double sum_of_squared_terms, int64_t outputs) {

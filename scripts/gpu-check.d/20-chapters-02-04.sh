@@ -1,5 +1,5 @@
 # shellcheck shell=bash disable=SC2154  # out, build, row and step come from scripts/gpu-check.sh
-# Chapters 02-04 (issue 3): the benchmark report behind docs/02_gpu_preprocess.md,
+# Chapters 02-04: the benchmark report behind docs/02_gpu_preprocess.md,
 # docs/03_batch_fusion.md and docs/04_bias_epilogue.md, and sanitizer runs on the paths the generic
 # per-chapter runs do not reach (bias and SiLU, odd D).
 #
@@ -10,7 +10,7 @@
 #                                chapter 04 with --bias --silu
 # Runs: chapters 01-04 at the default shape and at B=8 D=1024 L=4096 W=4, fp32 and fp16 (chapter 04
 # also with --bias --silu, and with --bias alone at the default shape); chapters 02 and 03 at the
-# seeds' tiny (1x32x64) and small (2x64x256) configurations and at a launch-bound shape with many
+# seed notes' tiny (1x32x64) and small (2x64x256) configurations and at a launch-bound shape with many
 # batches (512x64x64), all W=4.
 
 bench_tsv=$out/results/bench_02_04.tsv

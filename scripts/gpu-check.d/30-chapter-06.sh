@@ -1,5 +1,5 @@
 # shellcheck shell=bash disable=SC2154  # out, build, row and step come from scripts/gpu-check.sh
-# Chapter 06 (issue 7): the benchmark report behind docs/06_channel_last_backward.md, and sanitizer
+# Chapter 06: the benchmark report behind docs/06_channel_last_backward.md, and sanitizer
 # runs on the paths the generic per-chapter runs (bf16, no bias, no SiLU, D = 40) do not reach.
 #
 # Result files (all under $out/results):
@@ -9,7 +9,7 @@
 #                         that run
 #   ch06_bench_<dtype>_{deterministic,atomic}_stats.csv   phase tables at the benchmark shape
 # Runs: B=8 D=4096 L=4096 W=4 in bf16 and fp32 (both reductions), bf16 with --bias --silu, bf16 with
-# --tiles-per-block 1, 2, 4, 8 (deterministic only); the seeds' six presets in bf16 (latency).
+# --tiles-per-block 1, 2, 4, 8 (deterministic only); the seed notes' six presets in bf16 (latency).
 
 ch06_exe=$build/chapters/06_channel_last_backward/ch06_channel_last_backward
 ch06_tsv=$out/results/bench_06.tsv

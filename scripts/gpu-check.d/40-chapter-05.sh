@@ -1,4 +1,4 @@
-# Chapter 05 (issue 4): the benchmark report behind docs/05_wmma_gemm.md, and what the compiler made
+# Chapter 05: the benchmark report behind docs/05_wmma_gemm.md, and what the compiler made
 # of the tensor-core kernels.
 #
 # Result files (under $out/results):

@@ -1,4 +1,4 @@
-# Chapter 07 (issue 5): the benchmark report behind docs/07_stream_pipeline.md.
+# Chapter 07: the benchmark report behind docs/07_stream_pipeline.md.
 #
 # Result files (under $out/results):
 #   bench_07.tsv, bench_07_kernels.tsv   every variant at B=16 D=1024 L=4096 W=4 fp16, pinned and

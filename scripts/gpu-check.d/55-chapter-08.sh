@@ -4,7 +4,7 @@
 # awkward paths, and chapter 05's best path at the same shape in the same run (the speed-up).
 #
 # Result files (under $out/results):
-#   bench_08.tsv, bench_08_kernels.tsv   every step in both layouts at the issue's shapes: 8x4096x4096
+#   bench_08.tsv, bench_08_kernels.tsv   every step in both layouts at the goals' shapes: 8x4096x4096
 #                                        (bf16, fp16, fp32; bf16 with --bias --silu), 32x2048x512,
 #                                        1x4096x16384, 8x4096x4095 (odd L), 4x64x1024 (launch-bound),
 #                                        8x1024x4096 fp16 and fp32 (chapters 01-05's benchmark shape);

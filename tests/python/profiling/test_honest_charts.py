@@ -1,4 +1,4 @@
-"""The charts must not mislead (issue 16, "Charts that mislead"): roofs from this repository's own
+"""The charts must not mislead: roofs from this repository's own
 measurements, the backward chapter's copy floor, a host-step slowdown not credited to the next
 chapter, overlapping streams not counted as kernel time, small chapters legible, and the stage
 timeline drawn at the shape its chapter page discusses, chunks and kernels labelled.
