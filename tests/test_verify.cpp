@@ -70,7 +70,7 @@ TEST(Verify, SizeMismatchAndEmptyFail) {
   EXPECT_FALSE(verify("a", std::vector<double>{}, std::vector<double>{}, {1, 1}).ok());
 }
 
-TEST(Verify, PerDtypeTolerancesFollowAnchors) {
+TEST(Verify, PerDtypeTolerancesAreTheReferenceLibrarys) {
   const Tolerance f32 = default_tolerance(Dtype::fp32), f16 = default_tolerance(Dtype::fp16),
                   bf = default_tolerance(Dtype::bf16);
   EXPECT_DOUBLE_EQ(f32.rtol, 3e-4);
