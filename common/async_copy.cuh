@@ -21,7 +21,8 @@ namespace conv1d {
 __device__ inline void copy16_async(void* smem, const void* gmem, int src_bytes) {
 #if defined(CONV1D_HAVE_CP_ASYNC)
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(src_bytes));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem),
+               "r"(src_bytes));
 #else
   Bytes16 v{};
   if (src_bytes == 16) v = *reinterpret_cast<const Bytes16*>(gmem);
@@ -36,8 +37,8 @@ __device__ inline void async_commit() {
 #endif
 }
 
-// Waits until at most kPending of this thread's committed groups are still in flight (a barrier then
-// makes everyone's copies visible to the block).
+// Waits until at most kPending of this thread's committed groups are still in flight (a barrier
+// then makes everyone's copies visible to the block).
 template <int kPending>
 __device__ inline void async_wait() {
 #if defined(CONV1D_HAVE_CP_ASYNC)

@@ -15,7 +15,8 @@ class DeviceBuffer {
     if (bytes_) GPU_CHECK(cudaMalloc(&ptr_, bytes_));
   }
   ~DeviceBuffer() { reset(); }
-  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+  DeviceBuffer(DeviceBuffer&& o) noexcept
+      : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
   DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
     if (this != &o) {
       reset();
@@ -36,11 +37,15 @@ class DeviceBuffer {
     }
   }
   template <class T = void>
-  T* get() const { return static_cast<T*>(ptr_); }
+  T* get() const {
+    return static_cast<T*>(ptr_);
+  }
   size_t bytes() const { return bytes_; }
 
   // Every byte 0xFF: NaN in fp32, fp16 and bf16, so an unwritten output element cannot pass.
-  void poison(cudaStream_t stream = 0) { if (bytes_) GPU_CHECK(cudaMemsetAsync(ptr_, 0xFF, bytes_, stream)); }
+  void poison(cudaStream_t stream = 0) {
+    if (bytes_) GPU_CHECK(cudaMemsetAsync(ptr_, 0xFF, bytes_, stream));
+  }
 
  private:
   void* ptr_ = nullptr;
@@ -56,7 +61,8 @@ class PinnedBuffer {
   ~PinnedBuffer() {
     if (ptr_) cudaFreeHost(ptr_);
   }
-  PinnedBuffer(PinnedBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+  PinnedBuffer(PinnedBuffer&& o) noexcept
+      : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
   PinnedBuffer& operator=(PinnedBuffer&& o) noexcept {
     std::swap(ptr_, o.ptr_);
     std::swap(bytes_, o.bytes_);
@@ -65,7 +71,9 @@ class PinnedBuffer {
   PinnedBuffer(const PinnedBuffer&) = delete;
   PinnedBuffer& operator=(const PinnedBuffer&) = delete;
   template <class T = void>
-  T* get() const { return static_cast<T*>(ptr_); }
+  T* get() const {
+    return static_cast<T*>(ptr_);
+  }
   size_t bytes() const { return bytes_; }
 
  private:

@@ -39,7 +39,8 @@ bool parse_uint64(const std::string& s, uint64_t* out) {
   uint64_t v = 0;
   for (char c : s) {
     if (c < '0' || c > '9') return false;
-    if (__builtin_mul_overflow(v, uint64_t(10), &v) || __builtin_add_overflow(v, uint64_t(c - '0'), &v))
+    if (__builtin_mul_overflow(v, uint64_t(10), &v) ||
+        __builtin_add_overflow(v, uint64_t(c - '0'), &v))
       return false;
   }
   *out = v;
@@ -64,14 +65,16 @@ struct SharedFlag {
   bool takes_value;
 };
 const SharedFlag kShared[] = {
-    {"--batch", true},  {"--dim", true},       {"--seqlen", true},      {"--width", true},   {"--dtype", true},
-    {"--bias", false},  {"--silu", false},     {"--iters", true},       {"--warmup", true},  {"--seed", true},
-    {"--save-npy", true}, {"--profile-csv", true}, {"--summary", true}, {"--help", false},
+    {"--batch", true},   {"--dim", true},   {"--seqlen", true},   {"--width", true},
+    {"--dtype", true},   {"--bias", false}, {"--silu", false},    {"--iters", true},
+    {"--warmup", true},  {"--seed", true},  {"--save-npy", true}, {"--profile-csv", true},
+    {"--summary", true}, {"--help", false},
 };
 
 }  // namespace
 
-ExtraFlag int_flag(const std::string& name, int64_t* target, int64_t lo, int64_t hi, const std::string& help) {
+ExtraFlag int_flag(const std::string& name, int64_t* target, int64_t lo, int64_t hi,
+                   const std::string& help) {
   return {name, help, true, [=](const std::string& v) -> std::string {
             int64_t x = 0;
             if (!parse_int64(v, &x) || x < lo || x > hi) return range_error(name, lo, hi, v);
@@ -80,8 +83,8 @@ ExtraFlag int_flag(const std::string& name, int64_t* target, int64_t lo, int64_t
           }};
 }
 
-ExtraFlag choice_flag(const std::string& name, std::string* target, const std::vector<std::string>& choices,
-                      const std::string& help) {
+ExtraFlag choice_flag(const std::string& name, std::string* target,
+                      const std::vector<std::string>& choices, const std::string& help) {
   return {name, help, true, [=](const std::string& v) -> std::string {
             std::string all;
             for (const std::string& c : choices) {
@@ -115,11 +118,13 @@ std::string help_text(const ChapterSpec& spec, const std::vector<ExtraFlag>& ext
   };
   line("--batch N", "batch size B, 1.." + std::to_string(Limits::max_batch) + " (default " +
                         std::to_string(d.batch) + ")");
-  line("--dim N", "channels D, 1.." + std::to_string(Limits::max_dim) + " (default " + std::to_string(d.dim) + ")");
+  line("--dim N", "channels D, 1.." + std::to_string(Limits::max_dim) + " (default " +
+                      std::to_string(d.dim) + ")");
   line("--seqlen N", "sequence length L, 1.." + std::to_string(Limits::max_seqlen) + " (default " +
                          std::to_string(d.seqlen) + ")");
   line("--width N", "kernel width W: 2, 3 or 4 (default " + std::to_string(d.width) + ")");
-  line("--dtype T", "storage type: " + dtype_list(spec.dtypes) + " (default " + dtype_name(d.dtype) + ")");
+  line("--dtype T",
+       "storage type: " + dtype_list(spec.dtypes) + " (default " + dtype_name(d.dtype) + ")");
   for (const char* f : {"--bias", "--silu"}) {
     const bool has = std::string(f) == "--bias" ? spec.bias : spec.silu;
     line(f, std::string(f) == "--bias" ? "add a bias per channel" : "apply SiLU to the output");
@@ -130,8 +135,9 @@ std::string help_text(const ChapterSpec& spec, const std::vector<ExtraFlag>& ext
   line("--warmup N", "warm-up iterations, 0.." + std::to_string(Limits::max_warmup) + " (default " +
                          std::to_string(d.warmup) + ")");
   line("--seed N", "seed of the random inputs (default " + std::to_string(d.seed) + ")");
-  line("--save-npy DIR", spec.backward ? "write the inputs, the outputs and the references as .npy files into DIR"
-                                       : "write x, weight, bias, out and the reference as .npy files into DIR");
+  line("--save-npy DIR",
+       spec.backward ? "write the inputs, the outputs and the references as .npy files into DIR"
+                     : "write x, weight, bias, out and the reference as .npy files into DIR");
   line("--profile-csv PREFIX", "write phase records to PREFIX_stats.csv and PREFIX_trace.csv");
   line("--summary FILE", "append one tab-separated result line per variant (used by the tour)");
   for (const ExtraFlag& e : extra) line(e.name + (e.takes_value ? " V" : ""), e.help);
@@ -139,8 +145,8 @@ std::string help_text(const ChapterSpec& spec, const std::vector<ExtraFlag>& ext
   return o.str();
 }
 
-ParseResult parse_command_line(int argc, const char* const* argv, const ChapterSpec& spec, Options* opt,
-                               const std::vector<ExtraFlag>& extra) {
+ParseResult parse_command_line(int argc, const char* const* argv, const ChapterSpec& spec,
+                               Options* opt, const std::vector<ExtraFlag>& extra) {
   *opt = spec.defaults;
   for (int i = 1; i < argc; ++i) {
     if (argv[i] == nullptr) continue;
@@ -152,7 +158,8 @@ ParseResult parse_command_line(int argc, const char* const* argv, const ChapterS
   for (int i = 1; i < argc; ++i) {
     if (argv[i] == nullptr) continue;
     std::string arg = argv[i];
-    if (arg.rfind("--", 0) != 0) return fail("unexpected argument '" + arg + "' (flags start with --; see --help)");
+    if (arg.rfind("--", 0) != 0)
+      return fail("unexpected argument '" + arg + "' (flags start with --; see --help)");
     std::string name = arg, value;
     bool inline_value = false;
     const size_t eq = arg.find('=');
@@ -172,10 +179,12 @@ ParseResult parse_command_line(int argc, const char* const* argv, const ChapterS
     const bool takes_value = shared ? shared->takes_value : ext->takes_value;
 
     if (takes_value && !inline_value) {
-      if (i + 1 >= argc || argv[i + 1] == nullptr) return fail(name + " needs a value (see --help)");
+      if (i + 1 >= argc || argv[i + 1] == nullptr)
+        return fail(name + " needs a value (see --help)");
       value = argv[++i];
     }
-    if (!takes_value && inline_value) return fail(name + " is a switch and takes no value (got '" + value + "')");
+    if (!takes_value && inline_value)
+      return fail(name + " is a switch and takes no value (got '" + value + "')");
 
     if (ext) {
       const std::string err = ext->apply(value);
@@ -185,11 +194,14 @@ ParseResult parse_command_line(int argc, const char* const* argv, const ChapterS
 
     int64_t v = 0;
     if (name == "--batch" || name == "--dim" || name == "--seqlen") {
-      const int64_t hi = name == "--batch" ? Limits::max_batch : name == "--dim" ? Limits::max_dim : Limits::max_seqlen;
+      const int64_t hi = name == "--batch" ? Limits::max_batch
+                         : name == "--dim" ? Limits::max_dim
+                                           : Limits::max_seqlen;
       if (!parse_int64(value, &v) || v < 1 || v > hi) return fail(range_error(name, 1, hi, value));
       (name == "--batch" ? opt->batch : name == "--dim" ? opt->dim : opt->seqlen) = v;
     } else if (name == "--width") {
-      if (!parse_int64(value, &v) || v < 2 || v > 4) return fail("--width must be 2, 3 or 4 (got '" + value + "')");
+      if (!parse_int64(value, &v) || v < 2 || v > 4)
+        return fail("--width must be 2, 3 or 4 (got '" + value + "')");
       opt->width = static_cast<int>(v);
     } else if (name == "--iters") {
       if (!parse_int64(value, &v) || v < 1 || v > Limits::max_iters)
@@ -204,29 +216,35 @@ ParseResult parse_command_line(int argc, const char* const* argv, const ChapterS
         return fail("--seed must be an integer in [0, 18446744073709551615] (got '" + value + "')");
     } else if (name == "--dtype") {
       Dtype t;
-      if (!parse_dtype(value, &t)) return fail("--dtype must be one of fp32, fp16, bf16 (got '" + value + "')");
+      if (!parse_dtype(value, &t))
+        return fail("--dtype must be one of fp32, fp16, bf16 (got '" + value + "')");
       bool supported = false;
       for (Dtype s : spec.dtypes) supported |= (s == t);
       if (!supported) {
         const std::string when = chapter_of_feature(dtype_name(t));
-        return fail("--dtype " + std::string(dtype_name(t)) +
-                    (when.empty() ? std::string(" is not supported") : " arrives in chapter " + when) +
-                    " (this is chapter " + spec.number + "; here: " + dtype_list(spec.dtypes) + ")");
+        return fail(
+            "--dtype " + std::string(dtype_name(t)) +
+            (when.empty() ? std::string(" is not supported") : " arrives in chapter " + when) +
+            " (this is chapter " + spec.number + "; here: " + dtype_list(spec.dtypes) + ")");
       }
       opt->dtype = t;
     } else if (name == "--bias" || name == "--silu") {
       const bool has = name == "--bias" ? spec.bias : spec.silu;
       if (!has)
-        return fail(name + " arrives in chapter " + chapter_of_feature(name) + " (this is chapter " + spec.number + ")");
+        return fail(name + " arrives in chapter " + chapter_of_feature(name) +
+                    " (this is chapter " + spec.number + ")");
       (name == "--bias" ? opt->bias : opt->silu) = true;
     } else if (name == "--save-npy" || name == "--profile-csv" || name == "--summary") {
       if (value.empty()) return fail(name + " needs a non-empty path");
-      (name == "--save-npy" ? opt->save_npy : name == "--profile-csv" ? opt->profile_csv : opt->summary) = value;
+      (name == "--save-npy"      ? opt->save_npy
+       : name == "--profile-csv" ? opt->profile_csv
+                                 : opt->summary) = value;
     }
   }
 
   int64_t bd = 0, bdl = 0;
-  if (!checked_mul(opt->batch, opt->dim, &bd) || !checked_mul(bd, opt->seqlen, &bdl) || bdl > Limits::max_elements) {
+  if (!checked_mul(opt->batch, opt->dim, &bd) || !checked_mul(bd, opt->seqlen, &bdl) ||
+      bdl > Limits::max_elements) {
     std::ostringstream o;
     o << "--batch x --dim x --seqlen = " << opt->batch << " x " << opt->dim << " x " << opt->seqlen
       << " exceeds the limit of " << Limits::max_elements << " elements";

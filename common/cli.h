@@ -28,7 +28,7 @@ struct Options {
 
 // Upper limits of the shared flags (the memory check catches what fits these but not the device).
 struct Limits {
-  static constexpr int64_t max_batch = 65535;          // grid z dimension of the batched chapters
+  static constexpr int64_t max_batch = 65535;  // grid z dimension of the batched chapters
   static constexpr int64_t max_dim = int64_t(1) << 20;
   static constexpr int64_t max_seqlen = int64_t(1) << 30;
   static constexpr int64_t max_elements = int64_t(1) << 36;  // B*D*L
@@ -43,7 +43,8 @@ struct ChapterSpec {
   std::string title;   // one line for --help and the tour
   std::vector<Dtype> dtypes{Dtype::fp32, Dtype::fp16};
   bool bias = false, silu = false;
-  bool backward = false;  // the chapter runs the backward pass (dx, dweight, dbias): says so in --help
+  bool backward =
+      false;  // the chapter runs the backward pass (dx, dweight, dbias): says so in --help
   Options defaults{};
   std::string exe_name() const { return "ch" + number + "_" + name; }
 };
@@ -56,9 +57,10 @@ struct ExtraFlag {
   // Receives the value ("" for a switch); returns an empty string or the reason it is refused.
   std::function<std::string(const std::string&)> apply;
 };
-ExtraFlag int_flag(const std::string& name, int64_t* target, int64_t lo, int64_t hi, const std::string& help);
-ExtraFlag choice_flag(const std::string& name, std::string* target, const std::vector<std::string>& choices,
-                      const std::string& help);
+ExtraFlag int_flag(const std::string& name, int64_t* target, int64_t lo, int64_t hi,
+                   const std::string& help);
+ExtraFlag choice_flag(const std::string& name, std::string* target,
+                      const std::vector<std::string>& choices, const std::string& help);
 ExtraFlag switch_flag(const std::string& name, bool* target, const std::string& help);
 
 enum class ParseStatus { ok, help, error };
@@ -67,8 +69,8 @@ struct ParseResult {
   std::string message;  // the error line, or the help text
 };
 
-ParseResult parse_command_line(int argc, const char* const* argv, const ChapterSpec& spec, Options* opt,
-                               const std::vector<ExtraFlag>& extra = {});
+ParseResult parse_command_line(int argc, const char* const* argv, const ChapterSpec& spec,
+                               Options* opt, const std::vector<ExtraFlag>& extra = {});
 std::string help_text(const ChapterSpec& spec, const std::vector<ExtraFlag>& extra = {});
 
 // In which chapter a feature first appears ("04" for --bias); "" if every chapter has it.

@@ -51,8 +51,8 @@ DeviceInfo query_device() {
 std::string DeviceInfo::describe() const {
   std::ostringstream s;
   s << name << " (cc " << major << "." << minor << ", " << sm_count << " SMs, "
-    << (total_memory >> 20) << " MiB, " << (free_memory >> 20) << " MiB free, L2 " << (l2_bytes >> 20)
-    << " MiB)";
+    << (total_memory >> 20) << " MiB, " << (free_memory >> 20) << " MiB free, L2 "
+    << (l2_bytes >> 20) << " MiB)";
   return s.str();
 }
 

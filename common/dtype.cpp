@@ -74,9 +74,9 @@ uint32_t round_to_format(double v, Format fmt) {
   }
 
   const int bias = (1 << (fmt.exp_bits - 1)) - 1;
-  const int emin = 1 - bias;  // exponent of the smallest normal
-  const int emax = bias;      // exponent of the largest finite
-  const int x = msb + e;      // v = 1.f * 2^x
+  const int emin = 1 - bias;             // exponent of the smallest normal
+  const int emax = bias;                 // exponent of the largest finite
+  const int x = msb + e;                 // v = 1.f * 2^x
   if (x > emax) return sign | exp_ones;  // >= 2^(emax+1): beyond every finite value
 
   // The spacing of the target's values around v is 2^q: normals carry man_bits fraction bits,
@@ -115,7 +115,8 @@ float decode_half(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   const uint32_t exp = (h >> 10) & 0x1Fu;
   const uint32_t man = h & 0x3FFu;
-  if (exp == 0x1F) return float_from_bits(sign | 0x7F800000u | (man << 13));  // inf, NaN (payload kept)
+  if (exp == 0x1F)
+    return float_from_bits(sign | 0x7F800000u | (man << 13));  // inf, NaN (payload kept)
   if (exp != 0) return float_from_bits(sign | ((exp - 15 + 127) << 23) | (man << 13));
   // Subnormal or zero: man * 2^-24, exact in float.
   const float mag = std::ldexp(static_cast<float>(man), -24);
@@ -160,7 +161,8 @@ int dtype_bytes(Dtype t) {
 uint16_t float_to_half_bits(float f) {
   const uint32_t u = float_bits(f);
   if ((u & 0x7F800000u) == 0x7F800000u && (u & 0x007FFFFFu) != 0) {
-    // NaN: handled on the bits, so a signaling NaN is not passed through a float->double conversion.
+    // NaN: handled on the bits, so a signaling NaN is not passed through a float->double
+    // conversion.
     return static_cast<uint16_t>(((u >> 16) & 0x8000u) | 0x7E00u | ((u >> 13) & 0x03FFu));
   }
   return static_cast<uint16_t>(round_to_format(static_cast<double>(f), kFp16));
@@ -184,8 +186,12 @@ float bf16_bits_to_float(uint16_t b) { return float_from_bits(static_cast<uint32
 double round_to_dtype(double v, Dtype t) {
   switch (t) {
     case Dtype::fp32: return static_cast<double>(float_from_bits(round_to_format(v, kFp32)));
-    case Dtype::fp16: return static_cast<double>(half_bits_to_float(static_cast<uint16_t>(round_to_format(v, kFp16))));
-    case Dtype::bf16: return static_cast<double>(bf16_bits_to_float(static_cast<uint16_t>(round_to_format(v, kBf16))));
+    case Dtype::fp16:
+      return static_cast<double>(
+          half_bits_to_float(static_cast<uint16_t>(round_to_format(v, kFp16))));
+    case Dtype::bf16:
+      return static_cast<double>(
+          bf16_bits_to_float(static_cast<uint16_t>(round_to_format(v, kBf16))));
   }
   return v;
 }

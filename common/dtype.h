@@ -13,24 +13,30 @@ namespace conv1d {
 
 enum class Dtype { fp32, fp16, bf16 };
 
-const char* dtype_name(Dtype t);          // "fp32", "fp16", "bf16"
+const char* dtype_name(Dtype t);  // "fp32", "fp16", "bf16"
 bool parse_dtype(const std::string& s, Dtype* out);
-int dtype_bytes(Dtype t);                 // 4, 2, 2
+int dtype_bytes(Dtype t);  // 4, 2, 2
 
-struct Half { uint16_t bits; };
-struct BFloat16 { uint16_t bits; };
+struct Half {
+  uint16_t bits;
+};
+struct BFloat16 {
+  uint16_t bits;
+};
 static_assert(sizeof(Half) == 2 && sizeof(BFloat16) == 2, "16-bit storage types must be 2 bytes");
 
-uint16_t float_to_half_bits(float f);     // round to nearest even, subnormals included
+uint16_t float_to_half_bits(float f);  // round to nearest even, subnormals included
 float half_bits_to_float(uint16_t h);
-uint16_t float_to_bf16_bits(float f);     // round to nearest even
+uint16_t float_to_bf16_bits(float f);  // round to nearest even
 float bf16_bits_to_float(uint16_t b);
 
 // Value `v` after a round trip through the storage format (what the device will see).
 double round_to_dtype(double v, Dtype t);
 
 // Per-dtype verification tolerance: |out - ref| <= atol + rtol * |ref|.
-struct Tolerance { double atol, rtol; };
+struct Tolerance {
+  double atol, rtol;
+};
 Tolerance default_tolerance(Dtype t);
 
 }  // namespace conv1d

@@ -22,12 +22,14 @@ class FastDivmod {
  public:
   FastDivmod() = default;
   explicit FastDivmod(int64_t d) : d_(d) {
-    if (d < 1 || d > int64_t(0xFFFFFFFF)) throw std::invalid_argument("FastDivmod: divisor out of range");
+    if (d < 1 || d > int64_t(0xFFFFFFFF))
+      throw std::invalid_argument("FastDivmod: divisor out of range");
     if (d == 1) return;  // s would be 0; div() returns n itself
     int s = 0;
     while ((int64_t(1) << s) < d) ++s;
     shift_ = s - 1;
-    magic_ = static_cast<uint64_t>(((static_cast<unsigned __int128>(1) << (63 + s)) / static_cast<uint64_t>(d)) + 1);
+    magic_ = static_cast<uint64_t>(
+        ((static_cast<unsigned __int128>(1) << (63 + s)) / static_cast<uint64_t>(d)) + 1);
   }
 
   CONV1D_HOST_DEVICE int64_t divisor() const { return d_; }

@@ -2,8 +2,8 @@
 // if a new call does not compile on AMD, add its line here rather than an #ifdef at the call site.
 #pragma once
 
-#include <hip/hip_runtime.h>
 #include <hip/hip_fp16.h>
+#include <hip/hip_runtime.h>
 #if __has_include(<hip/hip_bf16.h>)  // ROCm 6 and later: CUDA-like __hip_bfloat16
 #include <hip/hip_bf16.h>
 using __nv_bfloat16 = __hip_bfloat16;
@@ -11,7 +11,9 @@ using __nv_bfloat16 = __hip_bfloat16;
 #include <hip/hip_bfloat16.h>
 using __nv_bfloat16 = hip_bfloat16;
 __host__ __device__ inline float __bfloat162float(hip_bfloat16 v) { return static_cast<float>(v); }
-__host__ __device__ inline hip_bfloat16 __float2bfloat16_rn(float v) { return hip_bfloat16(v); }  // RNE
+__host__ __device__ inline hip_bfloat16 __float2bfloat16_rn(float v) {
+  return hip_bfloat16(v);
+}  // RNE
 #endif
 
 #define cudaError_t hipError_t
@@ -56,7 +58,8 @@ __host__ __device__ inline hip_bfloat16 __float2bfloat16_rn(float v) { return hi
 #define cudaEventElapsedTime hipEventElapsedTime
 #define cudaDriverGetVersion hipDriverGetVersion
 #define cudaRuntimeGetVersion hipRuntimeGetVersion
-#define cudaFuncSetAttribute(f, attr, v) hipFuncSetAttribute(reinterpret_cast<const void*>(f), attr, v)
+#define cudaFuncSetAttribute(f, attr, v) \
+  hipFuncSetAttribute(reinterpret_cast<const void*>(f), attr, v)
 #define cudaFuncAttributeMaxDynamicSharedMemorySize hipFuncAttributeMaxDynamicSharedMemorySize
 // Registers and occupancy of a kernel (chapter 08 reports them).
 #define cudaFuncAttributes hipFuncAttributes

@@ -1,6 +1,6 @@
-// Launching a kernel, or describing it instead. A chapter that reports what the compiler made of its
-// kernels (registers per thread, local memory, blocks that fit on a multiprocessor) asks the same
-// launcher that runs them, so the report is about the very instantiation a run uses.
+// Launching a kernel, or describing it instead. A chapter that reports what the compiler made of
+// its kernels (registers per thread, local memory, blocks that fit on a multiprocessor) asks the
+// same launcher that runs them, so the report is about the very instantiation a run uses.
 #pragma once
 
 #include <cstddef>
@@ -33,8 +33,8 @@ KernelFacts kernel_facts(void (*kernel)(P...), int threads) {
 // kernel<<<blocks, threads, 0, stream>>>(args...) and its launch check, or, when `facts` is given,
 // only the kernel's facts.
 template <class... P, class... A>
-void launch_or_describe(const char* name, void (*kernel)(P...), int64_t blocks, int threads, cudaStream_t stream,
-                        KernelFacts* facts, A&&... args) {
+void launch_or_describe(const char* name, void (*kernel)(P...), int64_t blocks, int threads,
+                        cudaStream_t stream, KernelFacts* facts, A&&... args) {
   if (facts != nullptr) {
     *facts = kernel_facts(kernel, threads);
     return;

@@ -22,7 +22,8 @@ namespace {
 const char kMagic[] = "\x93NUMPY";
 constexpr size_t kMagicLen = 6;
 constexpr size_t kAlign = 64;
-constexpr uint32_t kMaxHeaderLen = 1u << 20;  // far above anything NumPy writes; guards corrupt files
+constexpr uint32_t kMaxHeaderLen = 1u
+                                   << 20;  // far above anything NumPy writes; guards corrupt files
 
 bool host_is_little_endian() {
   const uint16_t one = 1;
@@ -95,7 +96,9 @@ class HeaderParser {
       if (key == "descr") {
         if (have_descr) bad("duplicate key 'descr'");
         if (peek() != '\'' && peek() != '"') {
-          fail("read_npy", path_, "unsupported descr (structured dtypes are not supported): expected a string such as '<f4'");
+          fail("read_npy", path_,
+               "unsupported descr (structured dtypes are not supported): expected a string such as "
+               "'<f4'");
         }
         out->descr = parse_string();
         have_descr = true;
@@ -128,11 +131,14 @@ class HeaderParser {
 
  private:
   [[noreturn]] void bad(const std::string& what) const {
-    fail("read_npy", path_, "malformed header (" + what + " at offset " + std::to_string(pos_) + "): '" + s_ + "'");
+    fail("read_npy", path_,
+         "malformed header (" + what + " at offset " + std::to_string(pos_) + "): '" + s_ + "'");
   }
   char peek() const { return pos_ < s_.size() ? s_[pos_] : '\0'; }
   void skip_ws() {
-    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r')) ++pos_;
+    while (pos_ < s_.size() &&
+           (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r'))
+      ++pos_;
   }
   void expect(char c) {
     if (peek() != c) bad(std::string("expected '") + c + "'");
@@ -190,7 +196,8 @@ class HeaderParser {
       }
     }
     ++pos_;  // ')'
-    if (shape.size() == 1 && !trailing_comma) bad("a one-element shape needs a trailing comma, as in (5,)");
+    if (shape.size() == 1 && !trailing_comma)
+      bad("a one-element shape needs a trailing comma, as in (5,)");
     return shape;
   }
 
@@ -212,7 +219,9 @@ int64_t NpyArray::count() const {
 void write_npy(const std::string& path, const void* data, const std::string& descr,
                const std::vector<int64_t>& shape) {
   const size_t itemsize = descr_itemsize(descr);
-  if (itemsize == 0) fail("write_npy", path, "unsupported descr '" + descr + "' (expected e.g. '<f4', '<f2', '<f8', '<i4', '<u2')");
+  if (itemsize == 0)
+    fail("write_npy", path,
+         "unsupported descr '" + descr + "' (expected e.g. '<f4', '<f2', '<f8', '<i4', '<u2')");
   if (!host_is_little_endian()) fail("write_npy", path, "only little-endian hosts are supported");
   const int64_t count = shape_count(shape);
   if (count < 0) fail("write_npy", path, "invalid shape " + shape_repr(shape));
@@ -222,7 +231,8 @@ void write_npy(const std::string& path, const void* data, const std::string& des
   const size_t nbytes = static_cast<size_t>(count) * itemsize;
   if (nbytes > 0 && data == nullptr) fail("write_npy", path, "no data for a non-empty array");
 
-  std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape_repr(shape) + ", }";
+  std::string header =
+      "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape_repr(shape) + ", }";
   // Pad with spaces so that, with the final '\n', the preamble (10 bytes) plus header is aligned.
   const size_t preamble = kMagicLen + 2 + 2;
   const size_t unpadded = preamble + header.size() + 1;
@@ -238,23 +248,28 @@ void write_npy(const std::string& path, const void* data, const std::string& des
 
   errno = 0;
   std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) fail("write_npy", path, std::string("cannot open for writing (") + std::strerror(errno) + ")");
+  if (!f)
+    fail("write_npy", path, std::string("cannot open for writing (") + std::strerror(errno) + ")");
   errno = 0;
-  bool ok = std::fwrite(preamble_bytes.data(), 1, preamble_bytes.size(), f) == preamble_bytes.size() &&
-            std::fwrite(header.data(), 1, header.size(), f) == header.size() &&
-            (nbytes == 0 || std::fwrite(data, 1, nbytes, f) == nbytes);
+  bool ok =
+      std::fwrite(preamble_bytes.data(), 1, preamble_bytes.size(), f) == preamble_bytes.size() &&
+      std::fwrite(header.data(), 1, header.size(), f) == header.size() &&
+      (nbytes == 0 || std::fwrite(data, 1, nbytes, f) == nbytes);
   const int saved_errno = errno;
   ok = (std::fclose(f) == 0) && ok;
   if (!ok) {
     std::remove(path.c_str());  // leave no half-written file behind
-    fail("write_npy", path, std::string("write failed (") + std::strerror(saved_errno ? saved_errno : errno) + ")");
+    fail("write_npy", path,
+         std::string("write failed (") + std::strerror(saved_errno ? saved_errno : errno) + ")");
   }
 }
 
 void write_npy(const std::string& path, const HostArray& a, const std::vector<int64_t>& shape) {
   const int64_t count = shape_count(shape);
   if (count < 0 || static_cast<uint64_t>(count) != a.size()) {
-    fail("write_npy", path, "shape " + shape_repr(shape) + " does not match the array's " + std::to_string(a.size()) + " elements");
+    fail("write_npy", path,
+         "shape " + shape_repr(shape) + " does not match the array's " + std::to_string(a.size()) +
+             " elements");
   }
   switch (a.dtype()) {
     case Dtype::fp32: write_npy(path, a.data(), "<f4", shape); return;
@@ -269,10 +284,13 @@ void write_npy(const std::string& path, const HostArray& a, const std::vector<in
   }
 }
 
-void write_npy(const std::string& path, const std::vector<double>& a, const std::vector<int64_t>& shape) {
+void write_npy(const std::string& path, const std::vector<double>& a,
+               const std::vector<int64_t>& shape) {
   const int64_t count = shape_count(shape);
   if (count < 0 || static_cast<uint64_t>(count) != a.size()) {
-    fail("write_npy", path, "shape " + shape_repr(shape) + " does not match the vector's " + std::to_string(a.size()) + " elements");
+    fail("write_npy", path,
+         "shape " + shape_repr(shape) + " does not match the vector's " + std::to_string(a.size()) +
+             " elements");
   }
   write_npy(path, a.data(), "<f8", shape);
 }
@@ -283,35 +301,47 @@ NpyArray read_npy(const std::string& path) {
   errno = 0;
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    fail("read_npy", path, std::string("cannot open for reading") + (errno ? std::string(" (") + std::strerror(errno) + ")" : std::string()));
+    fail("read_npy", path,
+         std::string("cannot open for reading") +
+             (errno ? std::string(" (") + std::strerror(errno) + ")" : std::string()));
   }
   in.seekg(0, std::ios::end);
   const std::streamoff file_size = in.tellg();
   in.seekg(0, std::ios::beg);
   if (file_size < 0) fail("read_npy", path, "cannot determine the file size");
 
-  auto read_exact = [&](void* dst, size_t n) { return n == 0 || static_cast<bool>(in.read(static_cast<char*>(dst), static_cast<std::streamsize>(n))); };
+  auto read_exact = [&](void* dst, size_t n) {
+    return n == 0 ||
+           static_cast<bool>(in.read(static_cast<char*>(dst), static_cast<std::streamsize>(n)));
+  };
 
   unsigned char pre[kMagicLen + 2];
   if (!read_exact(pre, kMagicLen) || std::memcmp(pre, kMagic, kMagicLen) != 0) {
     fail("read_npy", path, "bad magic: expected a .npy file starting with \"\\x93NUMPY\"");
   }
-  if (!read_exact(pre + kMagicLen, 2)) fail("read_npy", path, "truncated header: the format version is missing");
+  if (!read_exact(pre + kMagicLen, 2))
+    fail("read_npy", path, "truncated header: the format version is missing");
   const int major = pre[kMagicLen], minor = pre[kMagicLen + 1];
   if ((major != 1 && major != 2) || minor != 0) {
-    fail("read_npy", path, "unsupported format version " + std::to_string(major) + "." + std::to_string(minor) + " (expected 1.0 or 2.0)");
+    fail("read_npy", path,
+         "unsupported format version " + std::to_string(major) + "." + std::to_string(minor) +
+             " (expected 1.0 or 2.0)");
   }
   const size_t len_bytes = major == 1 ? 2 : 4;
   unsigned char len_le[4] = {0, 0, 0, 0};
-  if (!read_exact(len_le, len_bytes)) fail("read_npy", path, "truncated header: the header length is missing");
+  if (!read_exact(len_le, len_bytes))
+    fail("read_npy", path, "truncated header: the header length is missing");
   uint32_t header_len = 0;
   for (size_t i = len_bytes; i-- > 0;) header_len = (header_len << 8) | len_le[i];
   if (header_len > kMaxHeaderLen) {
-    fail("read_npy", path, "malformed header: length " + std::to_string(header_len) + " (expected at most " + std::to_string(kMaxHeaderLen) + ")");
+    fail("read_npy", path,
+         "malformed header: length " + std::to_string(header_len) + " (expected at most " +
+             std::to_string(kMaxHeaderLen) + ")");
   }
   std::string header(header_len, '\0');
   if (!read_exact(&header[0], header_len)) {
-    fail("read_npy", path, "truncated header: expected " + std::to_string(header_len) + " header bytes");
+    fail("read_npy", path,
+         "truncated header: expected " + std::to_string(header_len) + " header bytes");
   }
 
   NpyArray a;
@@ -319,11 +349,14 @@ NpyArray read_npy(const std::string& path) {
 
   const size_t itemsize = descr_itemsize(a.descr);
   if (itemsize == 0) {
-    fail("read_npy", path, "unsupported descr '" + a.descr + "' (expected little-endian f2/f4/f8, i1..i8, u1..u8 or b1)");
+    fail("read_npy", path,
+         "unsupported descr '" + a.descr +
+             "' (expected little-endian f2/f4/f8, i1..i8, u1..u8 or b1)");
   }
   if (a.fortran_order) {
-    fail("read_npy", path, "fortran_order arrays are not supported: expected a C-ordered array "
-                           "(save numpy.ascontiguousarray(a))");
+    fail("read_npy", path,
+         "fortran_order arrays are not supported: expected a C-ordered array "
+         "(save numpy.ascontiguousarray(a))");
   }
   const int64_t count = shape_count(a.shape);
   const int64_t data_offset = static_cast<int64_t>(kMagicLen + 2 + len_bytes + header_len);
@@ -333,12 +366,14 @@ NpyArray read_npy(const std::string& path) {
   }
   const int64_t expected = count * static_cast<int64_t>(itemsize);
   if (available < expected) {
-    fail("read_npy", path, "truncated data: shape " + shape_repr(a.shape) + " of '" + a.descr + "' needs " +
-                               std::to_string(expected) + " bytes, the file has " + std::to_string(available));
+    fail("read_npy", path,
+         "truncated data: shape " + shape_repr(a.shape) + " of '" + a.descr + "' needs " +
+             std::to_string(expected) + " bytes, the file has " + std::to_string(available));
   }
   if (available > expected) {
-    fail("read_npy", path, std::to_string(available - expected) + " unexpected bytes after the data (shape " +
-                               shape_repr(a.shape) + " of '" + a.descr + "' needs " + std::to_string(expected) + ")");
+    fail("read_npy", path,
+         std::to_string(available - expected) + " unexpected bytes after the data (shape " +
+             shape_repr(a.shape) + " of '" + a.descr + "' needs " + std::to_string(expected) + ")");
   }
   if (!host_is_little_endian()) fail("read_npy", path, "only little-endian hosts are supported");
   a.data.resize(static_cast<size_t>(expected));

@@ -1,6 +1,6 @@
 // NumPy .npy files (format version 1.0, little-endian, C order): --save-npy writes the inputs and
-// outputs of a run so they can be inspected with numpy.load(). bf16 has no NumPy dtype: it is written
-// as float32 (exactly representable).
+// outputs of a run so they can be inspected with numpy.load(). bf16 has no NumPy dtype: it is
+// written as float32 (exactly representable).
 #pragma once
 
 #include <cstdint>
@@ -17,7 +17,8 @@ namespace conv1d {
 void write_npy(const std::string& path, const void* data, const std::string& descr,
                const std::vector<int64_t>& shape);
 void write_npy(const std::string& path, const HostArray& a, const std::vector<int64_t>& shape);
-void write_npy(const std::string& path, const std::vector<double>& a, const std::vector<int64_t>& shape);
+void write_npy(const std::string& path, const std::vector<double>& a,
+               const std::vector<int64_t>& shape);
 
 struct NpyArray {
   std::string descr;

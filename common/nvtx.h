@@ -1,5 +1,5 @@
-// Named ranges for external profilers: NVTX on CUDA (header-only nvtx3, costs nothing when no tool is
-// attached), roctx on AMD when its header exists, nothing otherwise.
+// Named ranges for external profilers: NVTX on CUDA (header-only nvtx3, costs nothing when no tool
+// is attached), roctx on AMD when its header exists, nothing otherwise.
 #pragma once
 
 #if defined(CONV1D_BACKEND_HIP)

@@ -28,7 +28,10 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 class Progress {
  public:
   Progress(const char* label, int64_t total)
-      : label_(label), total_(total), start_(std::chrono::steady_clock::now()), tty_(isatty(2) == 1) {}
+      : label_(label),
+        total_(total),
+        start_(std::chrono::steady_clock::now()),
+        tty_(isatty(2) == 1) {}
 
   void item_done() {
     const int64_t done = ++done_;
@@ -39,8 +42,8 @@ class Progress {
     std::unique_lock<std::mutex> lock(print_, std::try_to_lock);
     if (!lock.owns_lock() || t < next_report_.load(std::memory_order_relaxed)) return;
     next_report_.store(t + (tty_ ? kTtyEveryS : kLogEveryS), std::memory_order_relaxed);
-    std::fprintf(stderr, "%s%s: %.0f%% (%.1f s)%s", tty_ ? "\r" : "", label_, 100.0 * done / total_, t,
-                 tty_ ? "" : "\n");
+    std::fprintf(stderr, "%s%s: %.0f%% (%.1f s)%s", tty_ ? "\r" : "", label_, 100.0 * done / total_,
+                 t, tty_ ? "" : "\n");
     std::fflush(stderr);
     printed_ = true;
   }
@@ -86,8 +89,10 @@ void parallel_for(int64_t n, const std::function<void(int64_t)>& body, const cha
   if (first_error) std::rethrow_exception(first_error);
 }
 
-void parallel_for_blocks(int64_t n, const std::function<void(int64_t, int64_t)>& body, int64_t block) {
-  parallel_for(ceil_div(n, block), [&](int64_t i) { body(i * block, std::min(n, (i + 1) * block)); });
+void parallel_for_blocks(int64_t n, const std::function<void(int64_t, int64_t)>& body,
+                         int64_t block) {
+  parallel_for(ceil_div(n, block),
+               [&](int64_t i) { body(i * block, std::min(n, (i + 1) * block)); });
 }
 
 int host_threads() {

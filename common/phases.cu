@@ -1,8 +1,8 @@
 #include "common/phases.h"
 
 #include <algorithm>
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -55,10 +55,11 @@ void PhaseRecorder::end_iteration() {
   pool_used_ = 0;
   const int64_t timeouts = gate_.timeouts();
   if (timeouts > gate_timeouts_reported_) {
-    std::fprintf(stderr,
-                 "note: %lld kernel record(s) so far waited for the stream gate's time limit (a launch that "
-                 "synchronised?); their times include the launch\n",
-                 static_cast<long long>(timeouts));
+    std::fprintf(
+        stderr,
+        "note: %lld kernel record(s) so far waited for the stream gate's time limit (a launch that "
+        "synchronised?); their times include the launch\n",
+        static_cast<long long>(timeouts));
     gate_timeouts_reported_ = timeouts;
   }
   origin_recorded_ = false;
@@ -152,12 +153,14 @@ std::string quoted(const std::string& s) {
 
 void write_stats_csv(const std::string& path, const std::vector<PhaseStat>& stats) {
   std::ofstream f = open_for_writing(path);
-  f << "\"Name\",\"Calls\",\"TotalDurationNs\",\"AverageNs\",\"Percentage\",\"MinNs\",\"MaxNs\",\"StdDev\","
+  f << "\"Name\",\"Calls\",\"TotalDurationNs\",\"AverageNs\",\"Percentage\",\"MinNs\",\"MaxNs\","
+       "\"StdDev\","
        "\"Category\"\n";
   char buf[256];
   for (const PhaseStat& s : stats) {
-    std::snprintf(buf, sizeof buf, ",%lld,%.0f,%.3f,%.6f,%.0f,%.0f,%.3f,", static_cast<long long>(s.calls),
-                  s.total_ns, s.avg_ns, s.percentage, s.min_ns, s.max_ns, s.stddev_ns);
+    std::snprintf(buf, sizeof buf, ",%lld,%.0f,%.3f,%.6f,%.0f,%.0f,%.3f,",
+                  static_cast<long long>(s.calls), s.total_ns, s.avg_ns, s.percentage, s.min_ns,
+                  s.max_ns, s.stddev_ns);
     f << quoted(s.name) << buf << quoted(category_name(s.category)) << "\n";
   }
   if (!f) throw std::runtime_error("error while writing " + path);
@@ -167,8 +170,8 @@ void write_trace_csv(const std::string& path, const std::vector<PhaseRecord>& re
   std::ofstream f = open_for_writing(path);
   f << "\"Category\",\"Name\",\"Iteration\",\"Stream_Id\",\"Start_Timestamp\",\"End_Timestamp\"\n";
   for (const PhaseRecord& r : records)
-    f << quoted(category_name(r.category)) << "," << quoted(r.name) << "," << r.iteration << "," << r.stream
-      << "," << r.start_ns << "," << r.end_ns << "\n";
+    f << quoted(category_name(r.category)) << "," << quoted(r.name) << "," << r.iteration << ","
+      << r.stream << "," << r.start_ns << "," << r.end_ns << "\n";
   if (!f) throw std::runtime_error("error while writing " + path);
 }
 

@@ -68,11 +68,26 @@ class PhaseRecorder {
     f();
     add(name, c, t0, host_now_ns());
   }
-  template <class F> void host(const char* name, F&& f) { step(Category::host, name, f); }
-  template <class F> void alloc(const char* name, F&& f) { step(Category::alloc, name, f); }
-  template <class F> void free(const char* name, F&& f) { step(Category::free, name, f); }
-  template <class F> void h2d(const char* name, F&& f) { step(Category::h2d, name, f); }
-  template <class F> void d2h(const char* name, F&& f) { step(Category::d2h, name, f); }
+  template <class F>
+  void host(const char* name, F&& f) {
+    step(Category::host, name, f);
+  }
+  template <class F>
+  void alloc(const char* name, F&& f) {
+    step(Category::alloc, name, f);
+  }
+  template <class F>
+  void free(const char* name, F&& f) {
+    step(Category::free, name, f);
+  }
+  template <class F>
+  void h2d(const char* name, F&& f) {
+    step(Category::h2d, name, f);
+  }
+  template <class F>
+  void d2h(const char* name, F&& f) {
+    step(Category::d2h, name, f);
+  }
 
   // A kernel launch, timed by device events on `stream`; `launch` must only enqueue work (no
   // synchronisation). Outside iteration 0 the stream is held by a StreamGate until the launch is in
@@ -90,7 +105,7 @@ class PhaseRecorder {
     ev.start(stream);  // the GPU reaches this only after release() ...
     launch();
     ev.stop(stream);
-    held.release();    // ... when the kernel is already queued behind it
+    held.release();  // ... when the kernel is already queued behind it
     pending_.push_back({add(name, Category::kernel, t0, t0, stream_id), &ev});
   }
   // [/docs:kernel_record]
@@ -99,15 +114,16 @@ class PhaseRecorder {
   // events and placed where it ran on the device: unlike kernel(), whose record starts at the host
   // time of the launch, the record starts when the stream reached the work, so steps that waited in
   // a queue behind others show up late, and steps on several streams line up as a timeline. Device
-  // times are mapped onto the host clock through an origin event recorded (on `stream`) at the first
-  // async() of the iteration, taken to have run at the host time of that call: true within the
-  // launch latency when the device is idle then, as it is at the start of a measured run.
+  // times are mapped onto the host clock through an origin event recorded (on `stream`) at the
+  // first async() of the iteration, taken to have run at the host time of that call: true within
+  // the launch latency when the device is idle then, as it is at the start of a measured run.
   // `enqueue` must only enqueue work (no synchronisation, no stream capture in progress).
   template <class F>
   void async(Category c, const char* name, cudaStream_t stream, int stream_id, F&& enqueue) {
     NvtxRange r(name);
     if (!origin_recorded_) {
-      if (!origin_) origin_ = std::make_unique<EventPair>();  // made at first use: no GPU needed before
+      if (!origin_)
+        origin_ = std::make_unique<EventPair>();  // made at first use: no GPU needed before
       origin_->start(stream);
       origin_ns_ = host_now_ns();
       origin_recorded_ = true;
@@ -138,14 +154,15 @@ class PhaseRecorder {
   std::vector<std::unique_ptr<EventPair>> pool_;
   size_t pool_used_ = 0;
   std::unique_ptr<EventPair> origin_;  // async(): device time zero of the iteration ...
-  int64_t origin_ns_ = 0;  // ... at this host time
+  int64_t origin_ns_ = 0;              // ... at this host time
   bool origin_recorded_ = false;
   StreamGate gate_;  // kernel(): holds the stream while the launch is enqueued
   int64_t gate_timeouts_reported_ = 0;
 };
 
 // Statistics over records with iteration >= first_iteration.
-std::vector<PhaseStat> phase_stats(const std::vector<PhaseRecord>& records, int first_iteration = 1);
+std::vector<PhaseStat> phase_stats(const std::vector<PhaseRecord>& records,
+                                   int first_iteration = 1);
 // Total time per category (ns) over the same records.
 std::vector<double> category_totals(const std::vector<PhaseStat>& stats);
 // The printed table, and the share of each category (host/alloc/h2d/kernel/d2h/free).

@@ -16,8 +16,8 @@ namespace conv1d {
 
 // [B, R, C] -> [B, C, R]: used both ways (x to time-first, C back to channel-first). Each tile's
 // bounds are computed once, so the innermost loop has one comparison and few live values and stays
-// in registers wherever the compiler inlines it. (Tested twice per element, the bounds made GCC keep
-// the running pointer on the stack where it inlined this into chapters 02 and 03, and their
+// in registers wherever the compiler inlines it. (Tested twice per element, the bounds made GCC
+// keep the running pointer on the stack where it inlined this into chapters 02 and 03, and their
 // transposes took twice as long as chapter 01's: tests/bench_host_transpose.cpp measures it.)
 template <class T>
 void transpose_batched(const T* in, T* out, int64_t batch, int64_t rows, int64_t cols) {
@@ -42,8 +42,10 @@ void pad_time(const T* xt, T* xp, int64_t batch, int64_t seqlen, int64_t dim, in
   const int64_t pad = width - 1;
   for (int64_t b = 0; b < batch; ++b) {
     T* dst = xp + b * (seqlen + pad) * dim;
-    std::memset(static_cast<void*>(dst), 0, sizeof(T) * pad * dim);  // all-zero bits is +0 in every format
-    std::memcpy(static_cast<void*>(dst + pad * dim), xt + b * seqlen * dim, sizeof(T) * seqlen * dim);
+    std::memset(static_cast<void*>(dst), 0,
+                sizeof(T) * pad * dim);  // all-zero bits is +0 in every format
+    std::memcpy(static_cast<void*>(dst + pad * dim), xt + b * seqlen * dim,
+                sizeof(T) * seqlen * dim);
   }
 }
 

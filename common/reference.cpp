@@ -55,7 +55,10 @@ void validate(const RefProblem& p) {
 class RowView {
  public:
   RowView(const RefProblem& p, int64_t b, int64_t d)
-      : p_(p), b_(b), d_(d), W_(p.shape.width),
+      : p_(p),
+        b_(b),
+        d_(d),
+        W_(p.shape.width),
         w_(p.weight + d * p.shape.width),
         init_(p.initial_states ? p.initial_states + (b * p.shape.dim + d) * (p.shape.width - 1)
                                : nullptr),
@@ -74,10 +77,10 @@ class RowView {
 
   // Does input position s (possibly negative) contribute to output t?
   bool contributes(int64_t s, int64_t t) const {
-    if (!seq_) return true;                 // no packing: everything in the window counts
-    if (seq_[t] < 0) return false;          // padding output
-    if (s < 0) return false;                // before t = 0 belongs to no sequence
-    return seq_[s] == seq_[t];              // same packed sequence only
+    if (!seq_) return true;         // no packing: everything in the window counts
+    if (seq_[t] < 0) return false;  // padding output
+    if (s < 0) return false;        // before t = 0 belongs to no sequence
+    return seq_[s] == seq_[t];      // same packed sequence only
   }
 
   // The unmasked input: x for 0 <= s < L, initial states (or zeros) for -(W-1) <= s < 0.
@@ -118,7 +121,8 @@ struct Group {
   int64_t d0;
   int n;
   std::vector<RowView> rows;
-  Group(const RefProblem& p, int64_t b, int64_t d0) : d0(d0), n(static_cast<int>(std::min(kGroup, p.shape.dim - d0))) {
+  Group(const RefProblem& p, int64_t b, int64_t d0)
+      : d0(d0), n(static_cast<int>(std::min(kGroup, p.shape.dim - d0))) {
     rows.reserve(n);
     for (int j = 0; j < n; ++j) rows.emplace_back(p, b, d0 + j);
   }
@@ -142,26 +146,29 @@ void reference_forward(const RefProblem& p, double* out, double* final_states) {
   const int W = s.width;
   const int64_t groups = groups_per_batch(s);
 
-  parallel_for(s.batch * groups, [&](int64_t item) {
-    const Group g(p, item / groups, (item % groups) * kGroup);
-    for (int64_t t = 0; t < s.seqlen; ++t) {
-      for (const RowView& row : g.rows) {
-        if (row.is_padding(t)) {
-          out[row.at(t)] = 0.0;
-          continue;
+  parallel_for(
+      s.batch * groups,
+      [&](int64_t item) {
+        const Group g(p, item / groups, (item % groups) * kGroup);
+        for (int64_t t = 0; t < s.seqlen; ++t) {
+          for (const RowView& row : g.rows) {
+            if (row.is_padding(t)) {
+              out[row.at(t)] = 0.0;
+              continue;
+            }
+            const double z = row.z(t);
+            out[row.at(t)] = p.silu ? silu(z) : z;
+          }
         }
-        const double z = row.z(t);
-        out[row.at(t)] = p.silu ? silu(z) : z;
-      }
-    }
-    if (final_states) {
-      // The last W-1 inputs, unmasked: what the next chunk of a stream needs as initial states.
-      for (const RowView& row : g.rows) {
-        double* fs = final_states + (row.batch() * s.dim + row.channel()) * (W - 1);
-        for (int j = 0; j < W - 1; ++j) fs[j] = row.xin(s.seqlen - (W - 1) + j);
-      }
-    }
-  }, "fp64 reference (forward)");
+        if (final_states) {
+          // The last W-1 inputs, unmasked: what the next chunk of a stream needs as initial states.
+          for (const RowView& row : g.rows) {
+            double* fs = final_states + (row.batch() * s.dim + row.channel()) * (W - 1);
+            for (int j = 0; j < W - 1; ++j) fs[j] = row.xin(s.seqlen - (W - 1) + j);
+          }
+        }
+      },
+      "fp64 reference (forward)");
 }
 
 int64_t reference_backward_scratch_bytes(const ConvShape& s) {
@@ -178,102 +185,107 @@ void reference_backward(const RefProblem& p, const double* dout, const RefGrads&
 
   // One item is one group of channels over the whole batch, so that the sums over the batch are
   // added in batch order by the one thread that owns those channels.
-  parallel_for(groups_per_batch(s), [&](int64_t item) {
-    const int64_t d0 = item * kGroup;
-    const int n = static_cast<int>(std::min(kGroup, s.dim - d0));
-    std::vector<double> dz(static_cast<size_t>(L * n));  // [t][j]
-    // Per channel and tap: the batch's total, and one row's sum over time (then added to the total).
-    std::vector<double> dw(n * W, 0.0), dw_sq(n * W, 0.0), db(n, 0.0), db_sq(n, 0.0);
-    std::vector<double> row_dw(n * W), row_dw_sq(n * W), row_db(n), row_db_sq(n);
+  parallel_for(
+      groups_per_batch(s),
+      [&](int64_t item) {
+        const int64_t d0 = item * kGroup;
+        const int n = static_cast<int>(std::min(kGroup, s.dim - d0));
+        std::vector<double> dz(static_cast<size_t>(L * n));  // [t][j]
+        // Per channel and tap: the batch's total, and one row's sum over time (then added to the
+        // total).
+        std::vector<double> dw(n * W, 0.0), dw_sq(n * W, 0.0), db(n, 0.0), db_sq(n, 0.0);
+        std::vector<double> row_dw(n * W), row_dw_sq(n * W), row_db(n), row_db_sq(n);
 
-    for (int64_t b = 0; b < s.batch; ++b) {
-      const Group grp(p, b, d0);
+        for (int64_t b = 0; b < s.batch; ++b) {
+          const Group grp(p, b, d0);
 
-      // dz = d(sum out*dout)/dz: dout through the activation; nothing flows out of padding.
-      for (int64_t t = 0; t < L; ++t)
-        for (int j = 0; j < n; ++j) {
-          const RowView& row = grp.rows[j];
-          double& v = dz[t * n + j];
-          if (row.is_padding(t)) {
-            v = 0.0;
-            continue;
-          }
-          const double go = dout[row.at(t)];
-          v = p.silu ? go * silu_grad(row.z(t)) : go;
-        }
-
-      // dx[s]: input s feeds output t = s + (W-1) - k through tap k (t >= s always; drop t >= L).
-      if (g.dx) {
-        for (int64_t si = 0; si < L; ++si)
-          for (int j = 0; j < n; ++j) {
-            const RowView& row = grp.rows[j];
-            double acc = 0.0;
-            for (int k = 0; k < W; ++k) {
-              const int64_t t = si + (W - 1) - k;
-              if (t < L && row.contributes(si, t)) acc += row.weight(k) * dz[t * n + j];
+          // dz = d(sum out*dout)/dz: dout through the activation; nothing flows out of padding.
+          for (int64_t t = 0; t < L; ++t)
+            for (int j = 0; j < n; ++j) {
+              const RowView& row = grp.rows[j];
+              double& v = dz[t * n + j];
+              if (row.is_padding(t)) {
+                v = 0.0;
+                continue;
+              }
+              const double go = dout[row.at(t)];
+              v = p.silu ? go * silu_grad(row.z(t)) : go;
             }
-            g.dx[row.at(si)] = acc;
-          }
-      }
 
-      // dinitial_states[j] is position s = j - (W-1) < 0, feeding outputs t = j - k >= 0.
-      if (g.dinitial_states) {
-        for (int j = 0; j < n; ++j) {
-          const RowView& row = grp.rows[j];
-          double* di = g.dinitial_states + (b * s.dim + d0 + j) * (W - 1);
-          for (int i = 0; i < W - 1; ++i) {
-            const int64_t si = i - (W - 1);
-            double acc = 0.0;
-            for (int k = 0; k < W; ++k) {
-              const int64_t t = si + (W - 1) - k;
-              if (t >= 0 && t < L && row.contributes(si, t)) acc += row.weight(k) * dz[t * n + j];
+          // dx[s]: input s feeds output t = s + (W-1) - k through tap k (t >= s always; drop t >= L).
+          if (g.dx) {
+            for (int64_t si = 0; si < L; ++si)
+              for (int j = 0; j < n; ++j) {
+                const RowView& row = grp.rows[j];
+                double acc = 0.0;
+                for (int k = 0; k < W; ++k) {
+                  const int64_t t = si + (W - 1) - k;
+                  if (t < L && row.contributes(si, t)) acc += row.weight(k) * dz[t * n + j];
+                }
+                g.dx[row.at(si)] = acc;
+              }
+          }
+
+          // dinitial_states[j] is position s = j - (W-1) < 0, feeding outputs t = j - k >= 0.
+          if (g.dinitial_states) {
+            for (int j = 0; j < n; ++j) {
+              const RowView& row = grp.rows[j];
+              double* di = g.dinitial_states + (b * s.dim + d0 + j) * (W - 1);
+              for (int i = 0; i < W - 1; ++i) {
+                const int64_t si = i - (W - 1);
+                double acc = 0.0;
+                for (int k = 0; k < W; ++k) {
+                  const int64_t t = si + (W - 1) - k;
+                  if (t >= 0 && t < L && row.contributes(si, t))
+                    acc += row.weight(k) * dz[t * n + j];
+                }
+                di[i] = acc;
+              }
             }
-            di[i] = acc;
           }
-        }
-      }
 
-      // dweight[k] = sum_t dz[t] * tap(t-(W-1)+k, t) and dbias = sum_t dz[t]: each row's sum runs
-      // over t in ascending order, then the row's sum is added to the batch's total.
-      if (sums) {
-        std::fill(row_dw.begin(), row_dw.end(), 0.0);
-        std::fill(row_dw_sq.begin(), row_dw_sq.end(), 0.0);
-        std::fill(row_db.begin(), row_db.end(), 0.0);
-        std::fill(row_db_sq.begin(), row_db_sq.end(), 0.0);
-        for (int64_t t = 0; t < L; ++t)
-          for (int j = 0; j < n; ++j) {
-            const RowView& row = grp.rows[j];
-            const double v = dz[t * n + j];
-            for (int k = 0; k < W; ++k) {
-              const double term = v * row.tap(t - (W - 1) + k, t);
-              row_dw[j * W + k] += term;
-              row_dw_sq[j * W + k] += term * term;
+          // dweight[k] = sum_t dz[t] * tap(t-(W-1)+k, t) and dbias = sum_t dz[t]: each row's sum runs
+          // over t in ascending order, then the row's sum is added to the batch's total.
+          if (sums) {
+            std::fill(row_dw.begin(), row_dw.end(), 0.0);
+            std::fill(row_dw_sq.begin(), row_dw_sq.end(), 0.0);
+            std::fill(row_db.begin(), row_db.end(), 0.0);
+            std::fill(row_db_sq.begin(), row_db_sq.end(), 0.0);
+            for (int64_t t = 0; t < L; ++t)
+              for (int j = 0; j < n; ++j) {
+                const RowView& row = grp.rows[j];
+                const double v = dz[t * n + j];
+                for (int k = 0; k < W; ++k) {
+                  const double term = v * row.tap(t - (W - 1) + k, t);
+                  row_dw[j * W + k] += term;
+                  row_dw_sq[j * W + k] += term * term;
+                }
+                row_db[j] += v;
+                row_db_sq[j] += v * v;
+              }
+            for (int i = 0; i < n * W; ++i) {
+              dw[i] += row_dw[i];
+              dw_sq[i] += row_dw_sq[i];
             }
-            row_db[j] += v;
-            row_db_sq[j] += v * v;
+            for (int j = 0; j < n; ++j) {
+              db[j] += row_db[j];
+              db_sq[j] += row_db_sq[j];
+            }
           }
-        for (int i = 0; i < n * W; ++i) {
-          dw[i] += row_dw[i];
-          dw_sq[i] += row_dw_sq[i];
         }
-        for (int j = 0; j < n; ++j) {
-          db[j] += row_db[j];
-          db_sq[j] += row_db_sq[j];
-        }
-      }
-    }
 
-    // Outputs are overwritten, never accumulated into across calls.
-    for (int j = 0; j < n; ++j) {
-      const int64_t d = d0 + j;
-      for (int k = 0; k < W; ++k) {
-        if (g.dweight) g.dweight[d * W + k] = dw[j * W + k];
-        if (g.dweight_sq) g.dweight_sq[d * W + k] = dw_sq[j * W + k];
-      }
-      if (g.dbias) g.dbias[d] = db[j];
-      if (g.dbias_sq) g.dbias_sq[d] = db_sq[j];
-    }
-  }, "fp64 reference (backward)");
+        // Outputs are overwritten, never accumulated into across calls.
+        for (int j = 0; j < n; ++j) {
+          const int64_t d = d0 + j;
+          for (int k = 0; k < W; ++k) {
+            if (g.dweight) g.dweight[d * W + k] = dw[j * W + k];
+            if (g.dweight_sq) g.dweight_sq[d * W + k] = dw_sq[j * W + k];
+          }
+          if (g.dbias) g.dbias[d] = db[j];
+          if (g.dbias_sq) g.dbias_sq[d] = db_sq[j];
+        }
+      },
+      "fp64 reference (backward)");
 }
 
 }  // namespace conv1d

@@ -40,7 +40,8 @@ struct RefProblem {
 };
 
 // out: same size and layout as x. final_states (optional): xin(b, d, L-(W-1)+j) for j < W-1, i.e.
-// the last W-1 inputs, unmasked by seq_idx; for L < W-1 it reaches into the initial states (or zeros).
+// the last W-1 inputs, unmasked by seq_idx; for L < W-1 it reaches into the initial states (or
+// zeros).
 void reference_forward(const RefProblem& p, double* out, double* final_states = nullptr);
 
 // Gradients of sum(out * dout) (dout like x). Every pointer in RefGrads is optional (nullptr: not

@@ -31,7 +31,8 @@ RandomInputs draw_inputs(const Options& opt) {
   return in;
 }
 
-RefInputs::RefInputs(const RandomInputs& in) : x(in.x.to_double()), weight(in.weight.to_double()), bias(in.bias.to_double()) {}
+RefInputs::RefInputs(const RandomInputs& in)
+    : x(in.x.to_double()), weight(in.weight.to_double()), bias(in.bias.to_double()) {}
 
 RefProblem RefInputs::problem(const ConvShape& shape, Layout layout, bool silu) const {
   RefProblem rp;
@@ -60,7 +61,8 @@ FwdProblem make_forward_problem(const Options& opt) {
   return p;
 }
 
-void append_rows(const std::string& path, const std::string& header, const std::vector<std::string>& rows) {
+void append_rows(const std::string& path, const std::string& header,
+                 const std::vector<std::string>& rows) {
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent);
   const bool fresh = !std::filesystem::exists(path) || std::filesystem::file_size(path) == 0;
@@ -72,15 +74,17 @@ void append_rows(const std::string& path, const std::string& header, const std::
 
 std::string tsv_stem(const std::string& path) {
   const std::string suffix = ".tsv";
-  if (path.size() > suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0)
+  if (path.size() > suffix.size() &&
+      path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0)
     return path.substr(0, path.size() - suffix.size());
   return path;
 }
 
 std::string shape_string(const Options& o) {
   char buf[160];
-  std::snprintf(buf, sizeof buf, "B=%lld D=%lld L=%lld W=%d %s%s%s", static_cast<long long>(o.batch),
-                static_cast<long long>(o.dim), static_cast<long long>(o.seqlen), o.width, dtype_name(o.dtype),
+  std::snprintf(buf, sizeof buf, "B=%lld D=%lld L=%lld W=%d %s%s%s",
+                static_cast<long long>(o.batch), static_cast<long long>(o.dim),
+                static_cast<long long>(o.seqlen), o.width, dtype_name(o.dtype),
                 o.bias ? " bias" : "", o.silu ? " silu" : "");
   return buf;
 }
@@ -93,7 +97,8 @@ void save_forward_inputs(const FwdProblem& p) {
   write_npy(opt.save_npy + "/weight.npy", p.weight, {opt.dim, opt.width});
   if (opt.bias) write_npy(opt.save_npy + "/bias.npy", p.bias, {opt.dim});
   write_npy(opt.save_npy + "/reference.npy", p.ref, {opt.batch, opt.dim, opt.seqlen});
-  std::printf("wrote x, weight%s and reference .npy files to %s\n", opt.bias ? ", bias" : "", opt.save_npy.c_str());
+  std::printf("wrote x, weight%s and reference .npy files to %s\n", opt.bias ? ", bias" : "",
+              opt.save_npy.c_str());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -121,8 +126,8 @@ KernelResult rate(const std::string& kernel, double ms, double flops, double byt
 // flush, and a verification run again; prints the checks, the phase table and the kernel rates
 // against `ceiling_gbs`; writes --profile-csv files (named after the variant when `several`) and
 // calls save_npy for --save-npy.
-VariantResult measure_variant(const MeasuredVariant& v, const Options& opt, L2Flusher& flusher, double ceiling_gbs,
-                              bool several) {
+VariantResult measure_variant(const MeasuredVariant& v, const Options& opt, L2Flusher& flusher,
+                              double ceiling_gbs, bool several) {
   VariantResult res;
   res.name = v.name;
   std::printf("\n== variant %s ==\n", v.name.c_str());
@@ -158,7 +163,8 @@ VariantResult measure_variant(const MeasuredVariant& v, const Options& opt, L2Fl
     run(i, timed_ctx);
     e2e.push_back((host_now_ns() - t0) * 1e-6);
     dev.push_back(rec.kernel_ms(i));
-    for (size_t k = 0; k < v.kernels.size(); ++k) per_kernel[k].push_back(record_ms(rec, i, v.kernels[k].kernel));
+    for (size_t k = 0; k < v.kernels.size(); ++k)
+      per_kernel[k].push_back(record_ms(rec, i, v.kernels[k].kernel));
   }
 
   // 3. Verify again after timing, on fresh poison (timing must not have disturbed anything).
@@ -175,8 +181,8 @@ VariantResult measure_variant(const MeasuredVariant& v, const Options& opt, L2Fl
 
   std::printf("  phases (timed runs; kernels by device events, the rest by the host clock):\n%s",
               phase_table(stats, opt.iters).c_str());
-  std::printf("  end-to-end: median %.3f ms (min %.3f, max %.3f); kernels: median %.3f ms\n", res.e2e_ms.median,
-              res.e2e_ms.min, res.e2e_ms.max, res.device_ms.median);
+  std::printf("  end-to-end: median %.3f ms (min %.3f, max %.3f); kernels: median %.3f ms\n",
+              res.e2e_ms.median, res.e2e_ms.min, res.e2e_ms.max, res.device_ms.median);
   for (size_t k = 0; k < v.kernels.size(); ++k) {
     const KernelModel& m = v.kernels[k];
     const KernelResult kr = rate(m.kernel, summarize(per_kernel[k]).median, m.flops, m.bytes);
@@ -187,8 +193,8 @@ VariantResult measure_variant(const MeasuredVariant& v, const Options& opt, L2Fl
   }
   if (!v.whole_run_name.empty()) {
     const KernelResult all = rate(v.whole_run_name, res.device_ms.median, 0, v.whole_run_bytes);
-    std::printf("  %s (all kernels): %.3f ms per run, %.1f GB/s = %.1f%% of the copy ceiling\n", all.kernel.c_str(),
-                all.ms, all.gbs, 100.0 * all.gbs / ceiling_gbs);
+    std::printf("  %s (all kernels): %.3f ms per run, %.1f GB/s = %.1f%% of the copy ceiling\n",
+                all.kernel.c_str(), all.ms, all.gbs, 100.0 * all.gbs / ceiling_gbs);
     res.kernels.push_back(all);
   }
   std::printf("  after timing: %s", again.text.c_str());
@@ -205,25 +211,29 @@ VariantResult measure_variant(const MeasuredVariant& v, const Options& opt, L2Fl
   return res;
 }
 
-void write_summary(const std::string& path, const ChapterSpec& spec, const std::vector<VariantResult>& results,
-                   const std::string& device, const std::string& shape, double ceiling) {
+void write_summary(const std::string& path, const ChapterSpec& spec,
+                   const std::vector<VariantResult>& results, const std::string& device,
+                   const std::string& shape, double ceiling) {
   std::vector<std::string> rows, kernel_rows;
   char buf[512];
   for (const VariantResult& r : results) {
-    std::snprintf(buf, sizeof buf, "%s\t%s\t%s\t%.4f\t%.4f\t%s\t%s\t%s", spec.number.c_str(), spec.name.c_str(),
-                  r.name.c_str(), r.e2e_ms.median, r.device_ms.median, r.verified ? "yes" : "no", device.c_str(),
-                  shape.c_str());
+    std::snprintf(buf, sizeof buf, "%s\t%s\t%s\t%.4f\t%.4f\t%s\t%s\t%s", spec.number.c_str(),
+                  spec.name.c_str(), r.name.c_str(), r.e2e_ms.median, r.device_ms.median,
+                  r.verified ? "yes" : "no", device.c_str(), shape.c_str());
     rows.push_back(buf);
     for (const KernelResult& k : r.kernels) {
-      std::snprintf(buf, sizeof buf, "%s\t%s\t%s\t%s\t%.4f\t%.4f\t%.1f\t%.1f\t%.1f\t%s\t%s", spec.number.c_str(),
-                    spec.name.c_str(), r.name.c_str(), k.kernel.c_str(), k.ms, k.tflops, k.gbs,
-                    100.0 * k.gbs / ceiling, ceiling, device.c_str(), shape.c_str());
+      std::snprintf(buf, sizeof buf, "%s\t%s\t%s\t%s\t%.4f\t%.4f\t%.1f\t%.1f\t%.1f\t%s\t%s",
+                    spec.number.c_str(), spec.name.c_str(), r.name.c_str(), k.kernel.c_str(), k.ms,
+                    k.tflops, k.gbs, 100.0 * k.gbs / ceiling, ceiling, device.c_str(),
+                    shape.c_str());
       kernel_rows.push_back(buf);
     }
   }
-  append_rows(path, "chapter\tname\tvariant\tend_to_end_ms\tkernels_ms\tverified\tdevice\tshape", rows);
+  append_rows(path, "chapter\tname\tvariant\tend_to_end_ms\tkernels_ms\tverified\tdevice\tshape",
+              rows);
   append_rows(tsv_stem(path) + "_kernels.tsv",
-              "chapter\tname\tvariant\tkernel\tms\ttflops\tgbs\tceiling_pct\tcopy_ceiling_gbs\tdevice\tshape",
+              "chapter\tname\tvariant\tkernel\tms\ttflops\tgbs\tceiling_pct\tcopy_ceiling_"
+              "gbs\tdevice\tshape",
               kernel_rows);
 }
 
@@ -235,8 +245,8 @@ int report_variants(const ChapterSpec& spec, const Options& opt, const std::stri
   for (const VariantResult& r : results) width = std::max(width, r.name.size());
   const int w = static_cast<int>(width);
   std::printf("\nsummary (%s, %s):\n", device.c_str(), shape_string(opt).c_str());
-  std::printf("  %-*s %12s %12s %10s %10s %9s\n", w, "variant", "end-to-end", "kernels", "TFLOP/s", "GB/s",
-              "verified");
+  std::printf("  %-*s %12s %12s %10s %10s %9s\n", w, "variant", "end-to-end", "kernels", "TFLOP/s",
+              "GB/s", "verified");
   bool all_ok = true;
   for (const VariantResult& r : results) {
     const KernelResult main_k = r.kernels.empty() ? KernelResult{} : r.kernels.front();
@@ -244,23 +254,29 @@ int report_variants(const ChapterSpec& spec, const Options& opt, const std::stri
                 r.device_ms.median, main_k.tflops, main_k.gbs, r.verified ? "yes" : "NO");
     all_ok &= r.verified;
   }
-  if (!opt.summary.empty()) write_summary(opt.summary, spec, results, device, shape_string(opt), ceiling_gbs);
+  if (!opt.summary.empty())
+    write_summary(opt.summary, spec, results, device, shape_string(opt), ceiling_gbs);
   std::printf("%s\n", all_ok ? "VERIFIED" : "VERIFICATION FAILED");
   return all_ok ? 0 : 1;
 }
 
 // The size of the copy that measures the ceiling, and the device memory the frame itself needs
 // besides a chapter's buffers (the L2 flusher and that copy).
-int64_t copy_ceiling_bytes(const DeviceInfo& dev) { return std::min<int64_t>(int64_t(256) << 20, dev.free_memory / 8); }
-int64_t frame_device_bytes(const DeviceInfo& dev) { return 2 * dev.l2_bytes + 2 * copy_ceiling_bytes(dev); }
+int64_t copy_ceiling_bytes(const DeviceInfo& dev) {
+  return std::min<int64_t>(int64_t(256) << 20, dev.free_memory / 8);
+}
+int64_t frame_device_bytes(const DeviceInfo& dev) {
+  return 2 * dev.l2_bytes + 2 * copy_ceiling_bytes(dev);
+}
 
 // An empty string, or the one-line reason the run does not fit.
 std::string check_memory(const MemoryNeed& need, const DeviceInfo& dev) {
   auto mib = [](int64_t b) { return std::to_string(b / (1 << 20)) + " MiB"; };
   // Keep a margin for the runtime's own allocations.
   if (need.device_bytes > dev.free_memory - (int64_t(256) << 20))
-    return "the run needs " + mib(need.device_bytes) + " of device memory, " + mib(dev.free_memory) +
-           " are free on " + dev.name + " (make --batch, --dim or --seqlen smaller)";
+    return "the run needs " + mib(need.device_bytes) + " of device memory, " +
+           mib(dev.free_memory) + " are free on " + dev.name +
+           " (make --batch, --dim or --seqlen smaller)";
   const int64_t host_free = host_available_memory();
   if (host_free > 0 && need.host_bytes > host_free)
     return "the run needs " + mib(need.host_bytes) + " of host memory, " + mib(host_free) +
@@ -269,12 +285,15 @@ std::string check_memory(const MemoryNeed& need, const DeviceInfo& dev) {
 }
 
 void print_run_header(const ChapterSpec& spec, const Options& opt, const DeviceInfo& dev) {
-  std::printf("%s: chapter %s - %s\n", spec.exe_name().c_str(), spec.number.c_str(), spec.title.c_str());
+  std::printf("%s: chapter %s - %s\n", spec.exe_name().c_str(), spec.number.c_str(),
+              spec.title.c_str());
   std::printf("device: %s\n", dev.describe().c_str());
-  std::printf("shape: B=%lld D=%lld L=%lld W=%d, %s, bias %s, silu %s; %d warm-up + %d timed runs, seed %llu\n",
-              static_cast<long long>(opt.batch), static_cast<long long>(opt.dim), static_cast<long long>(opt.seqlen),
-              opt.width, dtype_name(opt.dtype), opt.bias ? "on" : "off", opt.silu ? "on" : "off", opt.warmup,
-              opt.iters, static_cast<unsigned long long>(opt.seed));
+  std::printf(
+      "shape: B=%lld D=%lld L=%lld W=%d, %s, bias %s, silu %s; %d warm-up + %d timed runs, seed "
+      "%llu\n",
+      static_cast<long long>(opt.batch), static_cast<long long>(opt.dim),
+      static_cast<long long>(opt.seqlen), opt.width, dtype_name(opt.dtype), opt.bias ? "on" : "off",
+      opt.silu ? "on" : "off", opt.warmup, opt.iters, static_cast<unsigned long long>(opt.seed));
   std::fflush(stdout);
 }
 
@@ -320,10 +339,11 @@ int run_chapter(int argc, char** argv, Chapter& ch) {
     ch.describe(f);
     const int64_t t_ref = host_now_ns();
     const std::string note = ch.make_problem(f);
-    std::printf("inputs and fp64 reference: %.2f s on the CPU (%d threads)%s\n", (host_now_ns() - t_ref) * 1e-9,
-                host_threads(), note.c_str());
+    std::printf("inputs and fp64 reference: %.2f s on the CPU (%d threads)%s\n",
+                (host_now_ns() - t_ref) * 1e-9, host_threads(), note.c_str());
     f.ceiling_gbs = measure_copy_ceiling_gbs(static_cast<size_t>(copy_ceiling_bytes(f.dev)));
-    std::printf("copy ceiling (device-to-device, bytes read + written): %.1f GB/s\n", f.ceiling_gbs);
+    std::printf("copy ceiling (device-to-device, bytes read + written): %.1f GB/s\n",
+                f.ceiling_gbs);
     if (!f.opt.save_npy.empty()) {
       std::filesystem::create_directories(f.opt.save_npy);
       ch.save_inputs(f.opt.save_npy);
@@ -357,12 +377,13 @@ class ForwardFrameChapter : public ForwardProblemChapter {
   MemoryNeed memory(const Frame& f) override {
     MemoryNeed need = ch_.memory(f.opt);
     const int64_t n = f.opt.batch * f.opt.dim * f.opt.seqlen;
-    need.host_bytes += n * (2 * dtype_bytes(f.opt.dtype) + 3 * 8);  // x, out; x, ref in fp64 (+ slack)
+    need.host_bytes +=
+        n * (2 * dtype_bytes(f.opt.dtype) + 3 * 8);  // x, out; x, ref in fp64 (+ slack)
     return need;
   }
 
-  // Each variant writes its output into a host array of its own, poisoned for verification runs, and
-  // is checked against the fp64 reference.
+  // Each variant writes its output into a host array of its own, poisoned for verification runs,
+  // and is checked against the fp64 reference.
   std::vector<MeasuredVariant> variants(const Frame& f) override {
     const Options& opt = f.opt;
     const std::vector<int64_t> dims{opt.batch, opt.dim, opt.seqlen};
@@ -378,7 +399,8 @@ class ForwardFrameChapter : public ForwardProblemChapter {
         v.run(problem_, ctx, *result);
       };
       m.check = [this, result, dims] {
-        const VerifyReport r = verify("out", *result, problem_.ref, default_tolerance(problem_.opt.dtype), dims);
+        const VerifyReport r =
+            verify("out", *result, problem_.ref, default_tolerance(problem_.opt.dtype), dims);
         return CheckResult{r.ok(), r.summary() + "\n" + r.details()};
       };
       m.save_npy = [name = v.name, result, dims](const std::string& dir) {

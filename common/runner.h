@@ -37,9 +37,10 @@ struct MemoryNeed {
   int64_t host_bytes = 0;
 };
 
-// A kernel whose rate the chapter reports: its name in the phase records, and the arithmetic and the
-// bytes one run of the pipeline asks of it, summed over its launches (napkin counts, stated in the
-// chapter). Rates are computed from the median over timed runs of that kernel's total time per run.
+// A kernel whose rate the chapter reports: its name in the phase records, and the arithmetic and
+// the bytes one run of the pipeline asks of it, summed over its launches (napkin counts, stated in
+// the chapter). Rates are computed from the median over timed runs of that kernel's total time per
+// run.
 struct KernelModel {
   std::string kernel;
   double flops = 0;
@@ -61,11 +62,12 @@ struct CheckResult {
 // A variant as the measuring loop sees it, whatever it computes.
 struct MeasuredVariant {
   std::string name;
-  std::string intro;                                     // printed under the variant's heading (optional)
-  std::vector<KernelModel> kernels;                      // the first is the main kernel
-  std::function<void(RunContext& ctx)> run;              // one run; poisons its outputs when ctx asks
-  std::function<CheckResult()> check;                    // the last run's outputs against the reference
-  std::function<void(const std::string& dir)> save_npy;  // the last run's outputs, for --save-npy (optional)
+  std::string intro;                         // printed under the variant's heading (optional)
+  std::vector<KernelModel> kernels;          // the first is the main kernel
+  std::function<void(RunContext& ctx)> run;  // one run; poisons its outputs when ctx asks
+  std::function<CheckResult()> check;        // the last run's outputs against the reference
+  std::function<void(const std::string& dir)>
+      save_npy;  // the last run's outputs, for --save-npy (optional)
   // When set, one more rate row for all kernels of a run together (their summed time), against
   // these bytes: "whole backward", say, when several kernels make up the work a goal is about.
   std::string whole_run_name;
@@ -92,10 +94,11 @@ struct Frame {
 };
 
 // A chapter. The frame calls the hooks in this order: flags() while parsing; check() after parsing
-// (a message means exit 2); memory() before anything is allocated (the frame adds its own needs, and
-// exits 2 when the run does not fit); describe() after the header; make_problem() (timed: inputs and
-// fp64 references); save_inputs() with --save-npy; variants(), measured in order; report() after
-// the last one. The object lives for the whole run, so flags and hooks can share its members.
+// (a message means exit 2); memory() before anything is allocated (the frame adds its own needs,
+// and exits 2 when the run does not fit); describe() after the header; make_problem() (timed:
+// inputs and fp64 references); save_inputs() with --save-npy; variants(), measured in order;
+// report() after the last one. The object lives for the whole run, so flags and hooks can share its
+// members.
 class Chapter {
  public:
   explicit Chapter(ChapterSpec spec) : spec_(std::move(spec)) {}
@@ -118,8 +121,8 @@ class Chapter {
   virtual MemoryNeed memory(const Frame& f) = 0;
   // Lines printed after the header (plans, presets); optional.
   virtual void describe(const Frame& f) { (void)f; }
-  // Draws the inputs and computes the references. Returns text appended to the line that reports the
-  // time this took (tolerances, say), or "".
+  // Draws the inputs and computes the references. Returns text appended to the line that reports
+  // the time this took (tolerances, say), or "".
   virtual std::string make_problem(const Frame& f) = 0;
   // --save-npy: inputs and references into `dir` (which exists).
   virtual void save_inputs(const std::string& dir) { (void)dir; }
@@ -165,7 +168,8 @@ struct FwdChapter {
 
 int run_forward_chapter(int argc, char** argv, const FwdChapter& chapter);
 
-// A chapter whose problem is this forward (chapter 07, and the FwdChapter ones): draws it and saves it.
+// A chapter whose problem is this forward (chapter 07, and the FwdChapter ones): draws it and saves
+// it.
 class ForwardProblemChapter : public Chapter {
  public:
   using Chapter::Chapter;
@@ -202,8 +206,10 @@ void save_forward_inputs(const FwdProblem& p);
 
 // Appends rows to a tab-separated result file (parent folders made), the header first when the file
 // is new: how every --summary file of the project is written.
-void append_rows(const std::string& path, const std::string& header, const std::vector<std::string>& rows);
-// A result file's name without its .tsv suffix, to name the files that go with it (FILE_kernels.tsv).
+void append_rows(const std::string& path, const std::string& header,
+                 const std::vector<std::string>& rows);
+// A result file's name without its .tsv suffix, to name the files that go with it
+// (FILE_kernels.tsv).
 std::string tsv_stem(const std::string& path);
 // "B=4 D=512 L=2048 W=4 fp32 bias silu": the shape column of the result files.
 std::string shape_string(const Options& o);

@@ -79,8 +79,9 @@ void HostArray::fill_nan() {
 
 HostArray transposed(const HostArray& a, int64_t batch, int64_t rows, int64_t cols) {
   if (static_cast<int64_t>(a.size()) != batch * rows * cols)
-    throw std::invalid_argument("transposed: the array has " + std::to_string(a.size()) + " elements, not " +
-                                std::to_string(batch) + " x " + std::to_string(rows) + " x " + std::to_string(cols));
+    throw std::invalid_argument("transposed: the array has " + std::to_string(a.size()) +
+                                " elements, not " + std::to_string(batch) + " x " +
+                                std::to_string(rows) + " x " + std::to_string(cols));
   HostArray out(a.dtype(), a.size());
   const size_t e = static_cast<size_t>(dtype_bytes(a.dtype()));
   const unsigned char* src = static_cast<const unsigned char*>(a.data());
@@ -133,7 +134,8 @@ double Rng::uniform(double lo, double hi) {
 
 int64_t Rng::range(int64_t lo, int64_t hi) {
   if (lo > hi) {
-    throw std::invalid_argument("Rng::range: empty range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    throw std::invalid_argument("Rng::range: empty range [" + std::to_string(lo) + ", " +
+                                std::to_string(hi) + "]");
   }
   // Number of values, modulo 2^64 (0 means the full 64-bit range).
   const uint64_t n = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo) + 1u;

@@ -21,7 +21,8 @@ struct ConvShape {
 
 // Flat offset of x[b, d, t] in the given layout.
 inline int64_t offset(Layout l, const ConvShape& s, int64_t b, int64_t d, int64_t t) {
-  return l == Layout::channel_first ? (b * s.dim + d) * s.seqlen + t : (b * s.seqlen + t) * s.dim + d;
+  return l == Layout::channel_first ? (b * s.dim + d) * s.seqlen + t
+                                    : (b * s.seqlen + t) * s.dim + d;
 }
 
 // A flat host array stored in one dtype (fp32 as float, fp16/bf16 as their 16-bit patterns).
@@ -64,9 +65,9 @@ struct Rng {
   uint64_t state;
   explicit Rng(uint64_t seed) : state(seed) {}
   uint64_t next();
-  void skip(uint64_t n);                      // as if next() had been called n times
-  double uniform(double lo, double hi);       // [lo, hi)
-  int64_t range(int64_t lo, int64_t hi);      // [lo, hi]
+  void skip(uint64_t n);                  // as if next() had been called n times
+  double uniform(double lo, double hi);   // [lo, hi)
+  int64_t range(int64_t lo, int64_t hi);  // [lo, hi]
 };
 
 }  // namespace conv1d

@@ -47,8 +47,8 @@ double EventPair::start_offset_ms(const EventPair& origin) {
 
 namespace {
 
-// A clock the waiting kernel can read, and its ticks per millisecond: the global nanosecond timer on
-// NVIDIA, the clock64() counter on AMD (its rate is a device property).
+// A clock the waiting kernel can read, and its ticks per millisecond: the global nanosecond timer
+// on NVIDIA, the clock64() counter on AMD (its rate is a device property).
 __device__ inline unsigned long long gate_clock() {
 #if defined(CONV1D_BACKEND_HIP)
   return static_cast<unsigned long long>(clock64());
@@ -72,8 +72,10 @@ double gate_ticks_per_ms() {
 }
 
 // flags[0]: the last ticket the host released; flags[1]: how many holds ended by the timeout (one
-// thread writes it at a time in practice; a lost count under two simultaneous timeouts is harmless).
-__global__ void stream_gate_wait(volatile unsigned* flags, unsigned ticket, unsigned long long timeout_ticks) {
+// thread writes it at a time in practice; a lost count under two simultaneous timeouts is
+// harmless).
+__global__ void stream_gate_wait(volatile unsigned* flags, unsigned ticket,
+                                 unsigned long long timeout_ticks) {
   const unsigned long long t0 = gate_clock();
   while (static_cast<int>(flags[0] - ticket) < 0) {
     if (gate_clock() - t0 > timeout_ticks) {
@@ -88,7 +90,8 @@ std::atomic<bool> g_gate_off_by_tool{false};
 bool gate_off_by_environment() {
   static const bool off = [] {
     const char* v = std::getenv("CONV1D_STREAM_GATE");
-    return v && (std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0 || std::strcmp(v, "OFF") == 0);
+    return v &&
+           (std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0 || std::strcmp(v, "OFF") == 0);
   }();
   return off;
 }
@@ -119,23 +122,26 @@ StreamGate::Hold StreamGate::hold(cudaStream_t s) {
     GPU_CHECK(hipHostMalloc(reinterpret_cast<void**>(&flags_), 2 * sizeof(unsigned),
                             hipHostMallocMapped | hipHostMallocCoherent));
 #else
-    GPU_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&flags_), 2 * sizeof(unsigned), cudaHostAllocMapped));
+    GPU_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&flags_), 2 * sizeof(unsigned),
+                            cudaHostAllocMapped));
 #endif
     flags_[0] = flags_[1] = 0;
     timeout_ticks_ = static_cast<unsigned long long>(timeout_ms_ * gate_ticks_per_ms());
   }
   ++ticket_;
   stream_gate_wait<<<1, 1, 0, s>>>(flags_, ticket_, timeout_ticks_);
-  GPU_CHECK(cudaGetLastError());  // not GPU_CHECK_LAUNCH: a Debug build's synchronising check would wait here
+  GPU_CHECK(
+      cudaGetLastError());  // not GPU_CHECK_LAUNCH: a Debug build's synchronising check would wait here
   held_ = true;
   // Under a tool that finishes each kernel inside its launch call the kernel has already given up
   // waiting: no later hold could do better, so gating stops here.
   if (cudaStreamQuery(s) == cudaSuccess) {
     release();
     if (!g_gate_off_by_tool.exchange(true))
-      std::fprintf(stderr,
-                   "note: kernel launches here finish before they return (a profiler or sanitizer?); kernel "
-                   "records include launch time from here on (StreamGate, common/timing.h)\n");
+      std::fprintf(
+          stderr,
+          "note: kernel launches here finish before they return (a profiler or sanitizer?); kernel "
+          "records include launch time from here on (StreamGate, common/timing.h)\n");
     return Hold();
   }
   return Hold(this);
@@ -154,7 +160,9 @@ void StreamGate::Hold::release() {
   gate_ = nullptr;
 }
 
-int64_t StreamGate::timeouts() const { return flags_ ? static_cast<volatile const unsigned*>(flags_)[1] : 0; }
+int64_t StreamGate::timeouts() const {
+  return flags_ ? static_cast<volatile const unsigned*>(flags_)[1] : 0;
+}
 
 L2Flusher::L2Flusher() {
   int dev = 0, l2 = 0;
@@ -162,7 +170,9 @@ L2Flusher::L2Flusher() {
   GPU_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
   scratch_ = DeviceBuffer(std::max<size_t>(size_t(2) * l2, size_t(1) << 20));
 }
-void L2Flusher::flush(cudaStream_t s) { GPU_CHECK(cudaMemsetAsync(scratch_.get(), 0x5A, scratch_.bytes(), s)); }
+void L2Flusher::flush(cudaStream_t s) {
+  GPU_CHECK(cudaMemsetAsync(scratch_.get(), 0x5A, scratch_.bytes(), s));
+}
 
 Summary summarize(std::vector<double> v) {
   Summary s;

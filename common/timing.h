@@ -76,8 +76,8 @@ class StreamGate {
   StreamGate(const StreamGate&) = delete;
   StreamGate& operator=(const StreamGate&) = delete;
 
-  // Enqueues the waiting kernel on `s` (allocating the flag on first use); an empty Hold when gating
-  // is off. One hold at a time per gate.
+  // Enqueues the waiting kernel on `s` (allocating the flag on first use); an empty Hold when
+  // gating is off. One hold at a time per gate.
   Hold hold(cudaStream_t s);
   // Holds that ended by the timeout rather than by release(), since this gate was made.
   int64_t timeouts() const;
@@ -86,11 +86,13 @@ class StreamGate {
 
  private:
   void release();
-  unsigned* flags_ = nullptr;  // host-mapped: [0] last released ticket (the host writes it), [1] timeouts (the device)
+  unsigned* flags_ =
+      nullptr;  // host-mapped: [0] last released ticket (the host writes it), [1] timeouts (the device)
   unsigned ticket_ = 0;
   bool held_ = false;
   double timeout_ms_;
-  unsigned long long timeout_ticks_ = 0;  // timeout_ms_ on the waiting kernel's clock, set with flags_
+  unsigned long long timeout_ticks_ =
+      0;  // timeout_ms_ on the waiting kernel's clock, set with flags_
 };
 
 // Overwrites a buffer twice the size of the L2 cache.

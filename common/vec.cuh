@@ -1,6 +1,7 @@
 // Vectors of elements moved as one access. A memory-bound kernel's speed is mostly how it touches
 // memory: 16 bytes per load or store instruction (ld/st.global.v4 on NVIDIA, dwordx4 on AMD) is the
-// widest single access, so the fewest instructions per byte and the most bytes in flight per thread.
+// widest single access, so the fewest instructions per byte and the most bytes in flight per
+// thread.
 #pragma once
 
 #include <cstdint>
@@ -24,12 +25,22 @@ template <class T>
 constexpr int kPer16 = 16 / static_cast<int>(sizeof(T));
 
 // The raw bits of one element of a storage type: fp32 -> uint32_t, fp16 and bf16 -> uint16_t.
-template <int Bytes> struct ElementBits;
-template <> struct ElementBits<2> { using type = uint16_t; };
-template <> struct ElementBits<4> { using type = uint32_t; };
-template <class T> using bits_t = typename ElementBits<static_cast<int>(sizeof(T))>::type;
+template <int Bytes>
+struct ElementBits;
+template <>
+struct ElementBits<2> {
+  using type = uint16_t;
+};
+template <>
+struct ElementBits<4> {
+  using type = uint32_t;
+};
+template <class T>
+using bits_t = typename ElementBits<static_cast<int>(sizeof(T))>::type;
 
 // True when `p` can be read or written `bytes` at a time.
-inline bool aligned_to(const void* p, int bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
+inline bool aligned_to(const void* p, int bytes) {
+  return reinterpret_cast<uintptr_t>(p) % bytes == 0;
+}
 
 }  // namespace conv1d

@@ -20,8 +20,9 @@ namespace {
 // Elements are compared in blocks on every host thread; the blocks' counts, maxima and first
 // mismatches are merged in block order, so the report is the same for any number of threads.
 template <class Get>
-VerifyReport verify_impl(const std::string& name, size_t n_got, Get get, const std::vector<double>& want,
-                         Tolerance tol, const std::vector<int64_t>& dims, size_t max_report) {
+VerifyReport verify_impl(const std::string& name, size_t n_got, Get get,
+                         const std::vector<double>& want, Tolerance tol,
+                         const std::vector<int64_t>& dims, size_t max_report) {
   VerifyReport r;
   r.name = name;
   r.tol = tol;
@@ -77,23 +78,27 @@ std::string index_string(size_t flat, const std::vector<int64_t>& dims) {
 
 }  // namespace
 
-VerifyReport verify(const std::string& name, const HostArray& got, const std::vector<double>& want, Tolerance tol,
-                    const std::vector<int64_t>& dims, size_t max_report) {
-  return verify_impl(name, got.size(), [&](size_t i) { return got.get(i); }, want, tol, dims, max_report);
+VerifyReport verify(const std::string& name, const HostArray& got, const std::vector<double>& want,
+                    Tolerance tol, const std::vector<int64_t>& dims, size_t max_report) {
+  return verify_impl(
+      name, got.size(), [&](size_t i) { return got.get(i); }, want, tol, dims, max_report);
 }
 
-VerifyReport verify(const std::string& name, const std::vector<double>& got, const std::vector<double>& want,
-                    Tolerance tol, const std::vector<int64_t>& dims, size_t max_report) {
-  return verify_impl(name, got.size(), [&](size_t i) { return got[i]; }, want, tol, dims, max_report);
+VerifyReport verify(const std::string& name, const std::vector<double>& got,
+                    const std::vector<double>& want, Tolerance tol,
+                    const std::vector<int64_t>& dims, size_t max_report) {
+  return verify_impl(
+      name, got.size(), [&](size_t i) { return got[i]; }, want, tol, dims, max_report);
 }
 
 std::string VerifyReport::summary() const {
   char buf[320];
-  std::snprintf(buf, sizeof buf,
-                "%s %s: %zu elements, max abs err %.3e, max rel err %.3e, %zu outside atol %.0e + rtol %.0e "
-                "(%zu NaN/Inf)",
-                ok() ? "PASS" : "FAIL", name.c_str(), count, max_abs, max_rel, bad, tol.atol, tol.rtol,
-                non_finite);
+  std::snprintf(
+      buf, sizeof buf,
+      "%s %s: %zu elements, max abs err %.3e, max rel err %.3e, %zu outside atol %.0e + rtol %.0e "
+      "(%zu NaN/Inf)",
+      ok() ? "PASS" : "FAIL", name.c_str(), count, max_abs, max_rel, bad, tol.atol, tol.rtol,
+      non_finite);
   return buf;
 }
 

@@ -20,17 +20,17 @@ struct Mismatch {
 };
 
 struct VerifyReport {
-  std::string name;       // what was compared ("out", "dx", ...)
-  size_t count = 0;       // elements compared
-  size_t bad = 0;         // elements outside the tolerance (non-finite included)
-  size_t non_finite = 0;  // NaN or Inf among them
+  std::string name;                     // what was compared ("out", "dx", ...)
+  size_t count = 0;                     // elements compared
+  size_t bad = 0;                       // elements outside the tolerance (non-finite included)
+  size_t non_finite = 0;                // NaN or Inf among them
   double max_abs = 0.0, max_rel = 0.0;  // over the finite elements
   Tolerance tol{};
   std::vector<Mismatch> first_bad;  // the first few, in index order
   std::vector<int64_t> dims;        // for printing indices as [i, j, k]
   bool ok() const { return bad == 0 && count > 0; }
-  std::string summary() const;      // one line: PASS/FAIL, errors, counts
-  std::string details() const;      // the first mismatches with multi-dimensional indices
+  std::string summary() const;  // one line: PASS/FAIL, errors, counts
+  std::string details() const;  // the first mismatches with multi-dimensional indices
 };
 
 bool within_tolerance(double got, double want, Tolerance tol);

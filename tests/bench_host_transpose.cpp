@@ -56,7 +56,7 @@ using conv1d::host_now_ns;
 struct Settings {
   int64_t batch = 4, dim = 512, seqlen = 2048;  // the chapters' default shape
   int width = 4;
-  int iters = 10, warmup = 2;                    // as the chapters time their runs
+  int iters = 10, warmup = 2;  // as the chapters time their runs
   std::string section = "all";
   int64_t elements() const { return batch * dim * seqlen; }
 };
@@ -73,7 +73,8 @@ std::vector<Direction> directions(const Settings& s) {
 // ---------------------------------------------------------------------------------------------
 // Machine codes of the same transpose.
 
-using TransposeFn = void (*)(const float* in, float* out, int64_t batch, int64_t rows, int64_t cols);
+using TransposeFn = void (*)(const float* in, float* out, int64_t batch, int64_t rows,
+                             int64_t cols);
 
 // The library's transpose through its one out-of-line copy, as chapter 04 calls it. The pointer is
 // hidden from the optimizer (the empty asm may change it), so no call here is inlined and compiled
@@ -100,7 +101,8 @@ inline void keep_in_memory(V& v) {
 // and the source row, the stride and the loop bound (kOthers). The pointer costs a store and a load
 // per element, and each element's store address waits for that load; the others cost a load each.
 template <bool kPointer, bool kOthers>
-[[gnu::noinline]] void transpose_spilled(const float* in, float* out, int64_t batch, int64_t rows, int64_t cols) {
+[[gnu::noinline]] void transpose_spilled(const float* in, float* out, int64_t batch, int64_t rows,
+                                         int64_t cols) {
   constexpr int64_t kTile = 32;
   for (int64_t b = 0; b < batch; ++b) {
     const float* src = in + b * rows * cols;
@@ -125,7 +127,6 @@ template <bool kPointer, bool kOthers>
   }
 }
 
-
 // ---------------------------------------------------------------------------------------------
 // Measuring: wall time and minor page faults per run.
 
@@ -143,8 +144,8 @@ struct Row {
 };
 
 void print_header() {
-  std::printf("  %-34s %-22s %9s %9s %9s %11s %7s  %s\n", "condition", "step", "median ms", "min ms", "max ms",
-              "faults/run", "(max)", "buffers (src -> dst)");
+  std::printf("  %-34s %-22s %9s %9s %9s %11s %7s  %s\n", "condition", "step", "median ms",
+              "min ms", "max ms", "faults/run", "(max)", "buffers (src -> dst)");
 }
 
 void print_row(const Row& r) {
@@ -159,8 +160,9 @@ void print_row(const Row& r) {
     most = std::max(most, f);
   }
   if (!r.faults.empty()) faults /= double(r.faults.size());
-  std::printf("  %-34s %-22s %9.3f %9.3f %9.3f %11.0f %7lld  %s\n", r.condition.c_str(), r.step.c_str(), median,
-              n ? ms.front() : 0.0, n ? ms.back() : 0.0, faults, static_cast<long long>(most), r.where.c_str());
+  std::printf("  %-34s %-22s %9.3f %9.3f %9.3f %11.0f %7lld  %s\n", r.condition.c_str(),
+              r.step.c_str(), median, n ? ms.front() : 0.0, n ? ms.back() : 0.0, faults,
+              static_cast<long long>(most), r.where.c_str());
   std::fflush(stdout);
 }
 
@@ -200,11 +202,14 @@ std::string placement(const void* p) {
     }
   }
   char buf[96];
-  std::snprintf(buf, sizeof buf, "%s+%lu, THP %ld kB", region.c_str(), static_cast<unsigned long>(a % 4096), huge_kb);
+  std::snprintf(buf, sizeof buf, "%s+%lu, THP %ld kB", region.c_str(),
+                static_cast<unsigned long>(a % 4096), huge_kb);
   return buf;
 }
 
-std::string placement(const void* src, const void* dst) { return placement(src) + " -> " + placement(dst); }
+std::string placement(const void* src, const void* dst) {
+  return placement(src) + " -> " + placement(dst);
+}
 
 // ---------------------------------------------------------------------------------------------
 // Buffers of our own for the sections after malloc: mmapped directly, so that they leave glibc's
@@ -223,8 +228,10 @@ class MappedBuffer {
       std::perror("mmap");
       std::exit(1);
     }
-    char* aligned = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(base_) + huge - 1) & ~(huge - 1));
-    if (thp != Thp::system) madvise(aligned, bytes, thp == Thp::on ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+    char* aligned =
+        reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(base_) + huge - 1) & ~(huge - 1));
+    if (thp != Thp::system)
+      madvise(aligned, bytes, thp == Thp::on ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
     data_ = reinterpret_cast<float*>(aligned + offset);
     for (int64_t i = 0; i < elements; ++i) data_[i] = float(i % 1000);
   }
@@ -239,8 +246,8 @@ class MappedBuffer {
   float* data_ = nullptr;
 };
 
-void time_transpose(const Settings& s, const std::string& condition, TransposeFn fn, MappedBuffer& src,
-                    MappedBuffer& dst, const Direction& d) {
+void time_transpose(const Settings& s, const std::string& condition, TransposeFn fn,
+                    MappedBuffer& src, MappedBuffer& dst, const Direction& d) {
   Row row{condition, d.name, {}, {}, placement(src.data(), dst.data())};
   measure(s, row, [&] { fn(src.data(), dst.data(), s.batch, d.rows, d.cols); });
   print_row(row);
@@ -286,7 +293,8 @@ struct ProblemArrays {
   float* outf() { return reinterpret_cast<float*>(out.data()); }
 };
 
-// chapters/02_gpu_preprocess/pipeline.cuh, upload<T> and download<T> (chapters 03 and 04 reuse them).
+// chapters/02_gpu_preprocess/pipeline.cuh, upload<T> and download<T> (chapters 03 and 04 reuse
+// them).
 void run_ch02(const Settings& s, ProblemArrays& p, PhaseLog& log, std::string* where) {
   const int64_t B = s.batch, D = s.dim, L = s.seqlen;
   {
@@ -349,13 +357,16 @@ void in_fresh_process(const std::string& condition, Setup&& setup, Run&& run) {
   int status = 0;
   waitpid(pid, &status, 0);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    std::fprintf(stderr, "conv1d_bench_host_transpose: the %s sequence failed\n", condition.c_str());
+    std::fprintf(stderr, "conv1d_bench_host_transpose: the %s sequence failed\n",
+                 condition.c_str());
     std::exit(1);
   }
 }
 
 void section_malloc(const Settings& s) {
-  std::printf("\n[malloc] the chapters' allocation sequences (std::vector per run, glibc malloc), the library's transpose in registers\n");
+  std::printf(
+      "\n[malloc] the chapters' allocation sequences (std::vector per run, glibc malloc), the "
+      "library's transpose in registers\n");
   print_header();
   auto sequence = [&](const std::string& condition, bool chapter01) {
     ProblemArrays p(s.elements());
@@ -384,10 +395,12 @@ void section_malloc(const Settings& s) {
   };
   auto no_setup = [] {};
   in_fresh_process("ch01 sequence", no_setup, [&](const std::string& c) { sequence(c, true); });
-  in_fresh_process("ch02/03/04 sequence", no_setup, [&](const std::string& c) { sequence(c, false); });
-  // A fixed threshold turns the dynamic one off: every 16 MiB buffer is then a fresh mmap each run.
-  in_fresh_process("ch02/03/04, mmap threshold fixed", [] { mallopt(M_MMAP_THRESHOLD, 128 * 1024); },
+  in_fresh_process("ch02/03/04 sequence", no_setup,
                    [&](const std::string& c) { sequence(c, false); });
+  // A fixed threshold turns the dynamic one off: every 16 MiB buffer is then a fresh mmap each run.
+  in_fresh_process(
+      "ch02/03/04, mmap threshold fixed", [] { mallopt(M_MMAP_THRESHOLD, 128 * 1024); },
+      [&](const std::string& c) { sequence(c, false); });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -397,22 +410,29 @@ void section_malloc(const Settings& s) {
 constexpr size_t kMallocOffset = 16;
 
 void section_code(const Settings& s) {
-  std::printf("\n[code] the same loop, several machine codes (buffers touched once, offset 16, THP as the system has it)\n");
+  std::printf(
+      "\n[code] the same loop, several machine codes (buffers touched once, offset 16, THP as the "
+      "system has it)\n");
   print_header();
-  MappedBuffer a(s.elements(), kMallocOffset, Thp::system), b(s.elements(), kMallocOffset, Thp::system);
+  MappedBuffer a(s.elements(), kMallocOffset, Thp::system),
+      b(s.elements(), kMallocOffset, Thp::system);
   for (const Direction& d : directions(s)) {
     time_transpose(s, "library (in registers)", transpose_library, a, b, d);
     time_transpose(s, "earlier, all on stack (ch02, ch03)", transpose_spilled<true, true>, a, b, d);
     time_transpose(s, "earlier, the pointer on the stack", transpose_spilled<true, false>, a, b, d);
-    time_transpose(s, "earlier, row/stride/bound on stack", transpose_spilled<false, true>, a, b, d);
+    time_transpose(s, "earlier, row/stride/bound on stack", transpose_spilled<false, true>, a, b,
+                   d);
   }
 }
 
 void section_align(const Settings& s) {
-  std::printf("\n[align] destination offset modulo 4096 (source at +16), the library's transpose in registers\n");
+  std::printf(
+      "\n[align] destination offset modulo 4096 (source at +16), the library's transpose in "
+      "registers\n");
   print_header();
   MappedBuffer src(s.elements(), kMallocOffset, Thp::system);
-  for (size_t offset : {size_t(0), size_t(16), size_t(64), size_t(1024), size_t(2048), size_t(2064), size_t(4080)}) {
+  for (size_t offset : {size_t(0), size_t(16), size_t(64), size_t(1024), size_t(2048), size_t(2064),
+                        size_t(4080)}) {
     MappedBuffer dst(s.elements(), offset, Thp::system);
     for (const Direction& d : directions(s))
       time_transpose(s, "dst at +" + std::to_string(offset), transpose_library, src, dst, d);
@@ -420,7 +440,8 @@ void section_align(const Settings& s) {
 }
 
 void section_pages(const Settings& s) {
-  std::printf("\n[pages] transparent huge pages on both buffers, asked for or refused with madvise\n");
+  std::printf(
+      "\n[pages] transparent huge pages on both buffers, asked for or refused with madvise\n");
   print_header();
   for (Thp thp : {Thp::off, Thp::on}) {
     MappedBuffer a(s.elements(), kMallocOffset, thp), b(s.elements(), kMallocOffset, thp);
@@ -463,17 +484,23 @@ std::string read_first_line(const char* path) {
 }
 
 const char* kUsage =
-    "usage: conv1d_bench_host_transpose [--batch B] [--dim D] [--seqlen L] [--width W] [--iters N]\n"
+    "usage: conv1d_bench_host_transpose [--batch B] [--dim D] [--seqlen L] [--width W] [--iters "
+    "N]\n"
     "                                   [--warmup N] [--section malloc|code|align|pages|all]\n"
-    "Times conv1d::transpose_batched<float> (common/preprocess.h) on the host at a chapter's shape\n"
-    "(default B=4 D=512 L=2048 W=4, 2 warm-up + 10 timed runs) under the conditions of the chapters'\n"
+    "Times conv1d::transpose_batched<float> (common/preprocess.h) on the host at a chapter's "
+    "shape\n"
+    "(default B=4 D=512 L=2048 W=4, 2 warm-up + 10 timed runs) under the conditions of the "
+    "chapters'\n"
     "host-transpose anomaly:\n"
-    "  malloc  chapter 01's and chapters 02-04's allocation sequences (glibc's dynamic mmap threshold)\n"
-    "  code    the library's loop, and the earlier loop with values on the stack as chapters 02 and\n"
+    "  malloc  chapter 01's and chapters 02-04's allocation sequences (glibc's dynamic mmap "
+    "threshold)\n"
+    "  code    the library's loop, and the earlier loop with values on the stack as chapters 02 "
+    "and\n"
     "          03 had it\n"
     "  align   the destination's offset modulo 4096\n"
     "  pages   transparent huge pages asked for or refused (madvise)\n"
-    "Each row: median/min/max ms, minor page faults per run, and where the buffers lie (heap or mmap,\n"
+    "Each row: median/min/max ms, minor page faults per run, and where the buffers lie (heap or "
+    "mmap,\n"
     "offset modulo 4096, kB in huge pages). Host only; no GPU needed.\n";
 
 }  // namespace
@@ -492,31 +519,45 @@ int main(int argc, char** argv) {
     if (a == "--help" || a == "-h") {
       std::fputs(kUsage, stdout);
       return 0;
-    } else if (a == "--batch") s.batch = std::atoll(value().c_str());
-    else if (a == "--dim") s.dim = std::atoll(value().c_str());
-    else if (a == "--seqlen") s.seqlen = std::atoll(value().c_str());
-    else if (a == "--width") s.width = std::atoi(value().c_str());
-    else if (a == "--iters") s.iters = std::atoi(value().c_str());
-    else if (a == "--warmup") s.warmup = std::atoi(value().c_str());
-    else if (a == "--section") s.section = value();
+    } else if (a == "--batch")
+      s.batch = std::atoll(value().c_str());
+    else if (a == "--dim")
+      s.dim = std::atoll(value().c_str());
+    else if (a == "--seqlen")
+      s.seqlen = std::atoll(value().c_str());
+    else if (a == "--width")
+      s.width = std::atoi(value().c_str());
+    else if (a == "--iters")
+      s.iters = std::atoi(value().c_str());
+    else if (a == "--warmup")
+      s.warmup = std::atoi(value().c_str());
+    else if (a == "--section")
+      s.section = value();
     else {
-      std::fprintf(stderr, "conv1d_bench_host_transpose: unknown argument '%s' (see --help)\n", a.c_str());
+      std::fprintf(stderr, "conv1d_bench_host_transpose: unknown argument '%s' (see --help)\n",
+                   a.c_str());
       return 2;
     }
   }
   const std::vector<std::string> sections{"malloc", "code", "align", "pages"};
-  if (s.section != "all" && std::find(sections.begin(), sections.end(), s.section) == sections.end()) {
-    std::fprintf(stderr, "conv1d_bench_host_transpose: --section must be one of malloc, code, align, pages, all\n");
+  if (s.section != "all" &&
+      std::find(sections.begin(), sections.end(), s.section) == sections.end()) {
+    std::fprintf(
+        stderr,
+        "conv1d_bench_host_transpose: --section must be one of malloc, code, align, pages, all\n");
     return 2;
   }
   if (s.batch < 1 || s.dim < 1 || s.seqlen < 1 || s.width < 1 || s.iters < 1 || s.warmup < 0) {
-    std::fprintf(stderr, "conv1d_bench_host_transpose: sizes and --iters must be >= 1, --warmup >= 0\n");
+    std::fprintf(stderr,
+                 "conv1d_bench_host_transpose: sizes and --iters must be >= 1, --warmup >= 0\n");
     return 2;
   }
 
-  std::printf("host transpose: B=%lld D=%lld L=%lld W=%d fp32 (%.1f MiB per tensor); %d warm-up + %d timed runs\n",
-              static_cast<long long>(s.batch), static_cast<long long>(s.dim), static_cast<long long>(s.seqlen),
-              s.width, s.elements() * 4.0 / (1 << 20), s.warmup, s.iters);
+  std::printf(
+      "host transpose: B=%lld D=%lld L=%lld W=%d fp32 (%.1f MiB per tensor); %d warm-up + %d timed "
+      "runs\n",
+      static_cast<long long>(s.batch), static_cast<long long>(s.dim),
+      static_cast<long long>(s.seqlen), s.width, s.elements() * 4.0 / (1 << 20), s.warmup, s.iters);
   std::printf("transparent huge pages: enabled %s, defrag %s\n",
               read_first_line("/sys/kernel/mm/transparent_hugepage/enabled").c_str(),
               read_first_line("/sys/kernel/mm/transparent_hugepage/defrag").c_str());

@@ -33,26 +33,37 @@ int main(int argc, char** argv) {
       return argv[++i];
     };
     if (a == "--help") {
-      std::printf("usage: conv1d_bench_reference [--batch B] [--dim D] [--seqlen L] [--width W]\n"
-                  "       [--layout channel-first|channel-last] [--threads N] [--backward] [--summary FILE]\n"
-                  "Times the fp64 CPU reference (inputs, forward, and with --backward the backward).\n");
+      std::printf(
+          "usage: conv1d_bench_reference [--batch B] [--dim D] [--seqlen L] [--width W]\n"
+          "       [--layout channel-first|channel-last] [--threads N] [--backward] [--summary "
+          "FILE]\n"
+          "Times the fp64 CPU reference (inputs, forward, and with --backward the backward).\n");
       return 0;
-    } else if (a == "--batch") s.batch = std::atoll(value().c_str());
-    else if (a == "--dim") s.dim = std::atoll(value().c_str());
-    else if (a == "--seqlen") s.seqlen = std::atoll(value().c_str());
-    else if (a == "--width") s.width = std::atoi(value().c_str());
-    else if (a == "--threads") set_host_threads(std::atoi(value().c_str()));
-    else if (a == "--backward") backward = true;
-    else if (a == "--summary") summary = value();
+    } else if (a == "--batch")
+      s.batch = std::atoll(value().c_str());
+    else if (a == "--dim")
+      s.dim = std::atoll(value().c_str());
+    else if (a == "--seqlen")
+      s.seqlen = std::atoll(value().c_str());
+    else if (a == "--width")
+      s.width = std::atoi(value().c_str());
+    else if (a == "--threads")
+      set_host_threads(std::atoi(value().c_str()));
+    else if (a == "--backward")
+      backward = true;
+    else if (a == "--summary")
+      summary = value();
     else if (a == "--layout") {
       const std::string v = value();
       if (v != "channel-first" && v != "channel-last") {
-        std::fprintf(stderr, "conv1d_bench_reference: --layout must be channel-first or channel-last\n");
+        std::fprintf(stderr,
+                     "conv1d_bench_reference: --layout must be channel-first or channel-last\n");
         return 2;
       }
       layout = v == "channel-first" ? Layout::channel_first : Layout::channel_last;
     } else {
-      std::fprintf(stderr, "conv1d_bench_reference: unknown argument '%s' (see --help)\n", a.c_str());
+      std::fprintf(stderr, "conv1d_bench_reference: unknown argument '%s' (see --help)\n",
+                   a.c_str());
       return 2;
     }
   }
@@ -62,8 +73,9 @@ int main(int argc, char** argv) {
   }
   const int64_t n = s.elements();
   std::printf("fp64 reference: B=%lld D=%lld L=%lld W=%d (%lld elements), %s, %d host thread(s)\n",
-              static_cast<long long>(s.batch), static_cast<long long>(s.dim), static_cast<long long>(s.seqlen), s.width,
-              static_cast<long long>(n), layout_name(layout), host_threads());
+              static_cast<long long>(s.batch), static_cast<long long>(s.dim),
+              static_cast<long long>(s.seqlen), s.width, static_cast<long long>(n),
+              layout_name(layout), host_threads());
   std::fflush(stdout);
   auto seconds = [](int64_t t0) { return (host_now_ns() - t0) * 1e-9; };
 
@@ -95,18 +107,21 @@ int main(int argc, char** argv) {
     std::vector<double> dx(n), dw(s.dim * s.width), db(s.dim), dw2(s.dim * s.width), db2(s.dim);
     t0 = host_now_ns();
     // The forward's output as dout: any values do, and it saves drawing another tensor.
-    reference_backward(p, out.data(), RefGrads{dx.data(), dw.data(), db.data(), nullptr, dw2.data(), db2.data()});
+    reference_backward(p, out.data(),
+                       RefGrads{dx.data(), dw.data(), db.data(), nullptr, dw2.data(), db2.data()});
     t_bwd = seconds(t0);
     std::printf("  backward (dx, dweight, dbias and their squared terms) %.2f s\n", t_bwd);
   }
   if (!summary.empty()) {
     char row[512];
     std::snprintf(row, sizeof row, "%lld\t%lld\t%lld\t%d\t%lld\t%s\t%d\t%.3f\t%.3f\t%.3f\t%s",
-                  static_cast<long long>(s.batch), static_cast<long long>(s.dim), static_cast<long long>(s.seqlen),
-                  s.width, static_cast<long long>(n), layout_name(layout), host_threads(), t_draw + t_convert, t_fwd,
-                  t_bwd, backward ? "yes" : "no");
+                  static_cast<long long>(s.batch), static_cast<long long>(s.dim),
+                  static_cast<long long>(s.seqlen), s.width, static_cast<long long>(n),
+                  layout_name(layout), host_threads(), t_draw + t_convert, t_fwd, t_bwd,
+                  backward ? "yes" : "no");
     append_rows(summary,
-                "batch\tdim\tseqlen\twidth\telements\tlayout\tthreads\tinputs_s\tforward_s\tbackward_s\tbackward_run",
+                "batch\tdim\tseqlen\twidth\telements\tlayout\tthreads\tinputs_s\tforward_"
+                "s\tbackward_s\tbackward_run",
                 {row});
   }
   return 0;

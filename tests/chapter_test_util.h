@@ -1,5 +1,5 @@
-// Helpers for the tests of chapters 02-04: random problem shapes with the odd cases the chapters must
-// survive, one run of a chapter's variant with its phase records, and device round trips.
+// Helpers for the tests of chapters 02-04: random problem shapes with the odd cases the chapters
+// must survive, one run of a chapter's variant with its phase records, and device round trips.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -31,9 +31,9 @@ inline Options random_options(Rng& rng, int trial) {
 }
 
 inline std::string describe(const Options& o) {
-  return "B=" + std::to_string(o.batch) + " D=" + std::to_string(o.dim) + " L=" + std::to_string(o.seqlen) +
-         " W=" + std::to_string(o.width) + " " + dtype_name(o.dtype) + (o.bias ? " bias" : "") +
-         (o.silu ? " silu" : "");
+  return "B=" + std::to_string(o.batch) + " D=" + std::to_string(o.dim) +
+         " L=" + std::to_string(o.seqlen) + " W=" + std::to_string(o.width) + " " +
+         dtype_name(o.dtype) + (o.bias ? " bias" : "") + (o.silu ? " silu" : "");
 }
 
 struct VariantRun {
@@ -54,15 +54,18 @@ inline VariantRun run_once(const FwdVariant& v, const FwdProblem& p) {
   return r;
 }
 
-inline VerifyReport verify_against(const VariantRun& r, const FwdProblem& p, const std::vector<double>& want) {
-  return verify("out", r.out, want, default_tolerance(p.opt.dtype), {p.opt.batch, p.opt.dim, p.opt.seqlen});
+inline VerifyReport verify_against(const VariantRun& r, const FwdProblem& p,
+                                   const std::vector<double>& want) {
+  return verify("out", r.out, want, default_tolerance(p.opt.dtype),
+                {p.opt.batch, p.opt.dim, p.opt.seqlen});
 }
 
 // One run of `v`, expected to match the reference.
 inline VariantRun run_verified(const FwdVariant& v, const FwdProblem& p) {
   VariantRun r = run_once(v, p);
   const VerifyReport rep = verify_against(r, p, p.ref);
-  EXPECT_TRUE(rep.ok()) << v.name << " " << describe(p.opt) << ": " << rep.summary() << "\n" << rep.details();
+  EXPECT_TRUE(rep.ok()) << v.name << " " << describe(p.opt) << ": " << rep.summary() << "\n"
+                        << rep.details();
   return r;
 }
 
@@ -82,7 +85,8 @@ void sweep_chapter(const FwdChapter& ch, uint64_t seed, int trials, F&& check) {
 // Launches of one kernel in a run's records.
 inline int launches(const VariantRun& r, const std::string& kernel) {
   int n = 0;
-  for (const PhaseRecord& rec : r.records) n += rec.category == Category::kernel && rec.name == kernel;
+  for (const PhaseRecord& rec : r.records)
+    n += rec.category == Category::kernel && rec.name == kernel;
   return n;
 }
 inline int launches(const VariantRun& r) {
@@ -133,12 +137,12 @@ std::vector<T> host_img2col(const std::vector<T>& xt, int64_t B, int64_t L, int6
   return a;
 }
 
-// preprocess_input on the GPU, either one launch per batch (chapter 02) or one for all (chapter 03).
-// The device copies start `offset` elements into their buffers, so offset 1 makes them misaligned.
-// Returns the bytes per access the launcher chose.
+// preprocess_input on the GPU, either one launch per batch (chapter 02) or one for all (chapter
+// 03). The device copies start `offset` elements into their buffers, so offset 1 makes them
+// misaligned. Returns the bytes per access the launcher chose.
 template <class T>
-int gpu_img2col(const std::vector<T>& xt, int64_t B, int64_t L, int64_t D, int W, bool per_batch, int offset,
-                std::vector<T>* a) {
+int gpu_img2col(const std::vector<T>& xt, int64_t B, int64_t L, int64_t D, int W, bool per_batch,
+                int offset, std::vector<T>* a) {
   using DevT = device_t<T>;
   DeviceBuffer d_xt((xt.size() + offset) * sizeof(T)), d_a((B * L * W * D + offset) * sizeof(T));
   DevT* x = d_xt.get<DevT>() + offset;
@@ -147,7 +151,8 @@ int gpu_img2col(const std::vector<T>& xt, int64_t B, int64_t L, int64_t D, int W
   d_a.poison();
   int bytes = 0;
   if (per_batch) {
-    for (int64_t b = 0; b < B; ++b) bytes = launch_preprocess_input(x + b * L * D, out + b * L * W * D, 1, L, D, W);
+    for (int64_t b = 0; b < B; ++b)
+      bytes = launch_preprocess_input(x + b * L * D, out + b * L * W * D, 1, L, D, W);
   } else {
     bytes = launch_preprocess_input(x, out, B, L, D, W);
   }

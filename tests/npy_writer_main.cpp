@@ -101,7 +101,8 @@ int main(int argc, char** argv) {
   try {
     if (argc == 3 && std::string(argv[1]) == "--read") {
       const conv1d::NpyArray a = conv1d::read_npy(argv[2]);
-      std::printf("descr %s\nshape %s\nsum %.17g\n", a.descr.c_str(), shape_tuple(a.shape).c_str(), sum_elements(a));
+      std::printf("descr %s\nshape %s\nsum %.17g\n", a.descr.c_str(), shape_tuple(a.shape).c_str(),
+                  sum_elements(a));
       return 0;
     }
     if (argc == 2 && argv[1][0] != '-') {

@@ -12,7 +12,8 @@ using namespace conv1d;
 
 namespace {
 // C = A x B on the device with the naive GEMM; C poisoned before, so unwritten elements stay NaN.
-void device_gemm(const HostArray& a, const HostArray& b, HostArray& c, int64_t m, int64_t n, int64_t k) {
+void device_gemm(const HostArray& a, const HostArray& b, HostArray& c, int64_t m, int64_t n,
+                 int64_t k) {
   DeviceBuffer da(a.bytes()), db(b.bytes()), dc(c.bytes());
   GPU_CHECK(cudaMemcpy(da.get(), a.data(), a.bytes(), cudaMemcpyHostToDevice));
   GPU_CHECK(cudaMemcpy(db.get(), b.data(), b.bytes(), cudaMemcpyHostToDevice));
@@ -71,9 +72,12 @@ TEST(Ch01Pipeline, MatchesReferenceOverRandomShapes) {
     RunContext ctx{rec, true};
     ch.variants(o)[0].run(p, ctx, out);
     rec.end_iteration();
-    const VerifyReport r = verify("out", out, p.ref, default_tolerance(o.dtype), {o.batch, o.dim, o.seqlen});
-    EXPECT_TRUE(r.ok()) << "B=" << o.batch << " D=" << o.dim << " L=" << o.seqlen << " W=" << o.width << " "
-                        << dtype_name(o.dtype) << ": " << r.summary() << "\n" << r.details();
+    const VerifyReport r =
+        verify("out", out, p.ref, default_tolerance(o.dtype), {o.batch, o.dim, o.seqlen});
+    EXPECT_TRUE(r.ok()) << "B=" << o.batch << " D=" << o.dim << " L=" << o.seqlen
+                        << " W=" << o.width << " " << dtype_name(o.dtype) << ": " << r.summary()
+                        << "\n"
+                        << r.details();
 
     // The phase records name every step, with one GEMM launch per batch.
     int gemms = 0;
@@ -84,8 +88,9 @@ TEST(Ch01Pipeline, MatchesReferenceOverRandomShapes) {
       EXPECT_GE(rr.end_ns, rr.start_ns);
     }
     EXPECT_EQ(gemms, o.batch);
-    for (const char* n : {"transpose x to [B,L,D]", "img2col into A", "cudaMalloc A", "copy A to device", "naive_gemm",
-                          "copy C to host", "cudaFree A, Bw, C", "transpose C to [B,D,L]"})
+    for (const char* n :
+         {"transpose x to [B,L,D]", "img2col into A", "cudaMalloc A", "copy A to device",
+          "naive_gemm", "copy C to host", "cudaFree A, Bw, C", "transpose C to [B,D,L]"})
       EXPECT_TRUE(names.count(n)) << n;
   }
 }

@@ -1,6 +1,6 @@
 // Chapter 02: the GPU preprocessing kernels against the host preprocessing of common/preprocess.h,
-// bit for bit, on both access paths (16-byte words and single elements, the latter for odd D and for
-// misaligned pointers); the launch geometry against the grid limits; the pipeline against the
+// bit for bit, on both access paths (16-byte words and single elements, the latter for odd D and
+// for misaligned pointers); the launch geometry against the grid limits; the pipeline against the
 // reference, with one launch per batch.
 #include <gtest/gtest.h>
 
@@ -15,12 +15,14 @@ using namespace conv1d::testing;
 
 TEST(Ch02Geometry, RowLaunchStaysInsideTheGridLimits) {
   for (int64_t rows : {int64_t(1), int64_t(37), int64_t(65535) * 256 + 1, int64_t(1) << 30})
-    for (int64_t words : {int64_t(1), int64_t(3), int64_t(16), int64_t(128), int64_t(129), int64_t(1) << 18})
+    for (int64_t words :
+         {int64_t(1), int64_t(3), int64_t(16), int64_t(128), int64_t(129), int64_t(1) << 18})
       for (int64_t planes : {int64_t(1), int64_t(4), int64_t(65535), int64_t(70000)}) {
         const RowLaunch g = row_launch(rows, words, planes);
         EXPECT_EQ(g.block.x * g.block.y * g.block.z, 256u);
         EXPECT_GE(int64_t(g.grid.x) * g.block.x, words) << "every word of a row has a thread";
-        EXPECT_LE(int64_t(g.block.x), std::max<int64_t>(words, 1) * 2) << "no block twice as wide as a row";
+        EXPECT_LE(int64_t(g.block.x), std::max<int64_t>(words, 1) * 2)
+            << "no block twice as wide as a row";
         EXPECT_GE(g.grid.y, 1u);
         EXPECT_LE(g.grid.y, 65535u);
         EXPECT_GE(g.grid.z, 1u);
@@ -31,7 +33,7 @@ TEST(Ch02Geometry, RowLaunchStaysInsideTheGridLimits) {
 TEST(Ch02Geometry, WordPathNeedsRowLengthAndAlignment) {
   alignas(16) static char buf[64];
   EXPECT_TRUE(rows_fit_bytes16(32, {buf, buf + 16}));
-  EXPECT_TRUE(rows_fit_bytes16(16, {buf, nullptr}));  // an absent bias is no obstacle
+  EXPECT_TRUE(rows_fit_bytes16(16, {buf, nullptr}));   // an absent bias is no obstacle
   EXPECT_FALSE(rows_fit_bytes16(24, {buf}));           // D*size not a multiple of 16
   EXPECT_FALSE(rows_fit_bytes16(32, {buf, buf + 2}));  // one pointer off by an fp16 element
 }
@@ -46,8 +48,8 @@ int check_input(Rng& rng, int64_t B, int64_t L, int64_t D, int W, bool per_batch
   const int bytes = gpu_img2col(xt, B, L, D, W, per_batch, offset, &got);
   const std::vector<T> want = host_img2col(xt, B, L, D, W);
   const int64_t bad = first_difference(got, want);
-  EXPECT_EQ(bad, -1) << "B=" << B << " L=" << L << " D=" << D << " W=" << W << " offset " << offset << " element size "
-                     << sizeof(T) << ": first difference at A index " << bad;
+  EXPECT_EQ(bad, -1) << "B=" << B << " L=" << L << " D=" << D << " W=" << W << " offset " << offset
+                     << " element size " << sizeof(T) << ": first difference at A index " << bad;
   return bytes;
 }
 
@@ -57,14 +59,15 @@ int check_weights(Rng& rng, int64_t D, int W, int offset) {
   const std::vector<T> w = random_elements<T>(rng, D * W);
   std::vector<T> want(W * D * D);
   expand_weights(w.data(), want.data(), D, W);
-  DeviceBuffer d_w = to_device(w.data(), w.size() * sizeof(T)), d_bw((want.size() + offset) * sizeof(T));
+  DeviceBuffer d_w = to_device(w.data(), w.size() * sizeof(T)),
+               d_bw((want.size() + offset) * sizeof(T));
   d_bw.poison();
   DevT* bw = d_bw.get<DevT>() + offset;
   const int bytes = launch_expand_weights(d_w.get<DevT>(), bw, D, W);
   GPU_CHECK(cudaDeviceSynchronize());
   const int64_t bad = first_difference(from_device<T>(bw, want.size()), want);
-  EXPECT_EQ(bad, -1) << "D=" << D << " W=" << W << " offset " << offset << " element size " << sizeof(T)
-                     << ": first difference at Bw index " << bad;
+  EXPECT_EQ(bad, -1) << "D=" << D << " W=" << W << " offset " << offset << " element size "
+                     << sizeof(T) << ": first difference at Bw index " << bad;
   return bytes;
 }
 
@@ -77,8 +80,10 @@ TEST(Ch02Preprocess, InputMatchesHostBitForBit) {
   for (int trial = 0; trial < 24; ++trial) {
     const Options o = random_options(rng, trial);
     const int offset = trial % 5 == 4 ? 1 : 0;  // now and then misaligned on purpose
-    const int bytes = o.dtype == Dtype::fp16 ? check_input<Half>(rng, o.batch, o.seqlen, o.dim, o.width, true, offset)
-                                             : check_input<float>(rng, o.batch, o.seqlen, o.dim, o.width, true, offset);
+    const int bytes =
+        o.dtype == Dtype::fp16
+            ? check_input<Half>(rng, o.batch, o.seqlen, o.dim, o.width, true, offset)
+            : check_input<float>(rng, o.batch, o.seqlen, o.dim, o.width, true, offset);
     paths.insert(bytes == 16 ? 16 : 1);
   }
   EXPECT_EQ(paths, (std::set<int>{1, 16}));
@@ -111,7 +116,8 @@ TEST(Ch02Preprocess, ExpandWeightsMatchesHostBitForBit) {
     const int64_t D = trial % 3 == 2 ? 8 * rng.range(1, 40) : rng.range(1, 300);
     const int W = static_cast<int>(rng.range(2, 4));
     const int offset = trial % 5 == 4 ? 1 : 0;
-    const int bytes = trial % 2 ? check_weights<Half>(rng, D, W, offset) : check_weights<float>(rng, D, W, offset);
+    const int bytes = trial % 2 ? check_weights<Half>(rng, D, W, offset)
+                                : check_weights<float>(rng, D, W, offset);
     paths.insert(bytes == 16 ? 16 : 1);
   }
   EXPECT_EQ(paths, (std::set<int>{1, 16}));

@@ -1,6 +1,7 @@
-// Chapter 03: one launch for all batches. The batched preprocess_input against the host img2col (the
-// padding must restart at every batch), the pipeline against the reference with exactly one launch
-// per kernel, the largest batch the command line allows, and bit-identical output to chapter 02.
+// Chapter 03: one launch for all batches. The batched preprocess_input against the host img2col
+// (the padding must restart at every batch), the pipeline against the reference with exactly one
+// launch per kernel, the largest batch the command line allows, and bit-identical output to chapter
+// 02.
 #include <gtest/gtest.h>
 
 #include "chapters/03_batch_fusion/pipeline.cuh"
@@ -22,8 +23,10 @@ TEST(Ch03Batch, OneLaunchOfPreprocessInputMatchesHostBitForBit) {
       const std::vector<T> xt = random_elements<T>(rng, o.batch * o.seqlen * o.dim);
       std::vector<T> got;
       gpu_img2col(xt, o.batch, o.seqlen, o.dim, o.width, false, offset, &got);
-      const int64_t bad = first_difference(got, host_img2col(xt, o.batch, o.seqlen, o.dim, o.width));
-      EXPECT_EQ(bad, -1) << describe(o) << " offset " << offset << ": first difference at A index " << bad;
+      const int64_t bad =
+          first_difference(got, host_img2col(xt, o.batch, o.seqlen, o.dim, o.width));
+      EXPECT_EQ(bad, -1) << describe(o) << " offset " << offset << ": first difference at A index "
+                         << bad;
     };
     dispatch_storage(o.dtype, check);
   }
@@ -32,7 +35,8 @@ TEST(Ch03Batch, OneLaunchOfPreprocessInputMatchesHostBitForBit) {
 TEST(Ch03Pipeline, MatchesReferenceWithOneLaunchPerKernel) {
   CONV1D_REQUIRE_GPU_OR_SKIP();
   sweep_chapter(ch03::chapter(), 304, 16, [](const Options& o, const VariantRun& r) {
-    for (const char* k : {"preprocess_input", "expand_weights", "naive_gemm"}) EXPECT_EQ(launches(r, k), 1) << k;
+    for (const char* k : {"preprocess_input", "expand_weights", "naive_gemm"})
+      EXPECT_EQ(launches(r, k), 1) << k;
     EXPECT_EQ(launches(r), 3) << describe(o);
   });
 }
@@ -60,6 +64,7 @@ TEST(Ch03Pipeline, SameBitsAsChapter02) {
     const VariantRun per_batch = run_once(ch02::chapter().variants(o).at(0), p);
     const VariantRun batched = run_once(ch03::chapter().variants(o).at(0), p);
     ASSERT_EQ(per_batch.out.bytes(), batched.out.bytes());
-    EXPECT_EQ(std::memcmp(per_batch.out.data(), batched.out.data(), batched.out.bytes()), 0) << describe(o);
+    EXPECT_EQ(std::memcmp(per_batch.out.data(), batched.out.data(), batched.out.bytes()), 0)
+        << describe(o);
   }
 }

@@ -16,7 +16,8 @@ using namespace conv1d::testing;
 namespace {
 
 template <class T>
-__global__ void epilogue_probe(const float* acc, const T* bias, float* out, int64_t n, int64_t dim, bool silu) {
+__global__ void epilogue_probe(const float* acc, const T* bias, float* out, int64_t n, int64_t dim,
+                               bool silu) {
   const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   if (i < n) out[i] = apply_bias_silu(acc[i], bias, i % dim, silu);
 }
@@ -40,12 +41,14 @@ TEST(Ch04Epilogue, ApplyBiasSiluMatchesFp64) {
   HostArray bias(Dtype::fp16, dim);
   fill_uniform(bias, 9, -2.0, 2.0);
   const int64_t n = static_cast<int64_t>(acc.size());
-  DeviceBuffer d_acc = to_device(acc.data(), n * sizeof(float)), d_bias = to_device(bias.data(), bias.bytes());
+  DeviceBuffer d_acc = to_device(acc.data(), n * sizeof(float)),
+               d_bias = to_device(bias.data(), bias.bytes());
   DeviceBuffer d_out(n * sizeof(float));
   for (bool with_bias : {false, true})
     for (bool silu : {false, true}) {
       d_out.poison();
-      epilogue_probe<<<unsigned((n + 127) / 128), 128>>>(d_acc.get<float>(), with_bias ? d_bias.get<__half>() : nullptr,
+      epilogue_probe<<<unsigned((n + 127) / 128), 128>>>(d_acc.get<float>(),
+                                                         with_bias ? d_bias.get<__half>() : nullptr,
                                                          d_out.get<float>(), n, dim, silu);
       GPU_CHECK_LAUNCH("epilogue_probe");
       const std::vector<float> got = from_device<float>(d_out.get(), n);
@@ -84,8 +87,10 @@ int check_add_bias(Rng& rng, int64_t rows, int64_t dim, bool with_bias, bool sil
       want[r * dim + ch] = silu ? silu_fp64(z) : z;
     }
   const VerifyReport rep = verify("C", got, want, default_tolerance(dt), {rows, dim});
-  EXPECT_TRUE(rep.ok()) << "rows=" << rows << " D=" << dim << " bias " << with_bias << " silu " << silu << " offset "
-                        << offset << " " << dtype_name(dt) << ": " << rep.summary() << "\n" << rep.details();
+  EXPECT_TRUE(rep.ok()) << "rows=" << rows << " D=" << dim << " bias " << with_bias << " silu "
+                        << silu << " offset " << offset << " " << dtype_name(dt) << ": "
+                        << rep.summary() << "\n"
+                        << rep.details();
   return bytes;
 }
 
@@ -98,15 +103,17 @@ TEST(Ch04AddBias, MatchesFp64OnBothPaths) {
   for (int trial = 0; trial < 24; ++trial) {
     const int64_t rows = rng.range(1, 300);
     const int64_t dim = trial % 3 == 2 ? 8 * rng.range(1, 20) : rng.range(1, 150);
-    const bool with_bias = trial % 4 != 3, silu = trial % 4 >= 2;  // bias, bias, bias+silu, silu alone
+    const bool with_bias = trial % 4 != 3,
+               silu = trial % 4 >= 2;  // bias, bias, bias+silu, silu alone
     const int offset = trial % 5 == 4 ? 1 : 0;
     const int bytes = trial % 2 ? check_add_bias<Half>(rng, rows, dim, with_bias, silu, offset)
                                 : check_add_bias<float>(rng, rows, dim, with_bias, silu, offset);
     paths.insert(bytes == 16 ? 16 : 1);
   }
   EXPECT_EQ(paths, (std::set<int>{1, 16}));
-  EXPECT_EQ(check_add_bias<float>(rng, 70000, 4, true, true, 0), 16);  // rows beyond grid y (4 words a row)
-  EXPECT_EQ(check_add_bias<Half>(rng, 3, 16, true, false, 1), 2);     // misaligned
+  EXPECT_EQ(check_add_bias<float>(rng, 70000, 4, true, true, 0),
+            16);  // rows beyond grid y (4 words a row)
+  EXPECT_EQ(check_add_bias<Half>(rng, 3, 16, true, false, 1), 2);  // misaligned
 }
 
 TEST(Ch04Pipeline, BothEpiloguesMatchReference) {
@@ -148,20 +155,23 @@ TEST(Ch04Pipeline, WithoutBiasOrSiluTheSeparatePassIsSkipped) {
 
 TEST(Ch04Pipeline, BiasAndSiluReallyChangeTheResult) {
   CONV1D_REQUIRE_GPU_OR_SKIP();
-  // The check must be able to fail: a run with bias (or SiLU) compared with the reference without it.
+  // The check must be able to fail: a run with bias (or SiLU) compared with the reference without
+  // it.
   Options plain;
   plain.batch = 2;
   plain.dim = 24;
   plain.seqlen = 50;
   plain.width = 3;
-  const std::vector<double> plain_ref = make_forward_problem(plain).ref;  // same x and weight (same seed)
+  const std::vector<double> plain_ref =
+      make_forward_problem(plain).ref;  // same x and weight (same seed)
   for (int which = 0; which < 2; ++which) {
     Options o = plain;
     (which == 0 ? o.bias : o.silu) = true;
     const FwdProblem p = make_forward_problem(o);
     for (const FwdVariant& v : ch04::chapter().variants(o)) {
       const VariantRun r = run_verified(v, p);
-      EXPECT_FALSE(verify_against(r, p, plain_ref).ok()) << v.name << (which == 0 ? ": bias" : ": silu") << " ignored";
+      EXPECT_FALSE(verify_against(r, p, plain_ref).ok())
+          << v.name << (which == 0 ? ": bias" : ": silu") << " ignored";
     }
   }
 }
@@ -171,13 +181,15 @@ TEST(Ch04Chapter, EpilogueFlagPicksTheVariants) {
     std::vector<const char*> args;
     std::vector<std::string> names;
   };
-  for (const Case& c : {Case{{}, {"fused", "separate"}}, Case{{"--epilogue", "both"}, {"fused", "separate"}},
-                        Case{{"--epilogue", "fused"}, {"fused"}}, Case{{"--epilogue=separate"}, {"separate"}}}) {
+  for (const Case& c :
+       {Case{{}, {"fused", "separate"}}, Case{{"--epilogue", "both"}, {"fused", "separate"}},
+        Case{{"--epilogue", "fused"}, {"fused"}}, Case{{"--epilogue=separate"}, {"separate"}}}) {
     const FwdChapter ch = ch04::chapter();
     std::vector<const char*> argv{"ch04", "--bias", "--silu"};
     argv.insert(argv.end(), c.args.begin(), c.args.end());
     Options o;
-    const ParseResult r = parse_command_line(static_cast<int>(argv.size()), argv.data(), ch.spec, &o, ch.extra_flags);
+    const ParseResult r =
+        parse_command_line(static_cast<int>(argv.size()), argv.data(), ch.spec, &o, ch.extra_flags);
     ASSERT_EQ(r.status, ParseStatus::ok) << r.message;
     EXPECT_TRUE(o.bias && o.silu);
     EXPECT_EQ(variant_names(ch, o), c.names);
@@ -187,5 +199,6 @@ TEST(Ch04Chapter, EpilogueFlagPicksTheVariants) {
   Options o;
   const ParseResult r = parse_command_line(3, bad, ch.spec, &o, ch.extra_flags);
   EXPECT_EQ(r.status, ParseStatus::error);
-  EXPECT_NE(r.message.find("--epilogue must be one of separate, fused, both"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("--epilogue must be one of separate, fused, both"), std::string::npos)
+      << r.message;
 }

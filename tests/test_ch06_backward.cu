@@ -1,8 +1,9 @@
-// Chapter 06 (the channel-last backward) against the fp64 reference: every dtype x width x bias x SiLU
-// combination at random shapes that include the awkward ones (D not a multiple of 8 or 64, L shorter
-// than W, L not a multiple of the 64-row tile, B = 1); deterministic sums bitwise identical across
-// runs; atomics within tolerance; more tiles than the grid's y dimension holds; a second tile shape.
-// The host-only tests (plan, presets, tolerance) run everywhere; the GPU tests skip without a GPU.
+// Chapter 06 (the channel-last backward) against the fp64 reference: every dtype x width x bias x
+// SiLU combination at random shapes that include the awkward ones (D not a multiple of 8 or 64, L
+// shorter than W, L not a multiple of the 64-row tile, B = 1); deterministic sums bitwise identical
+// across runs; atomics within tolerance; more tiles than the grid's y dimension holds; a second
+// tile shape. The host-only tests (plan, presets, tolerance) run everywhere; the GPU tests skip
+// without a GPU.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -18,7 +19,8 @@ using namespace conv1d::ch06;
 
 namespace {
 
-Options shape_options(int64_t b, int64_t d, int64_t l, int w, Dtype t, bool bias, bool silu, uint64_t seed) {
+Options shape_options(int64_t b, int64_t d, int64_t l, int w, Dtype t, bool bias, bool silu,
+                      uint64_t seed) {
   Options o;
   o.batch = b;
   o.dim = d;
@@ -33,7 +35,8 @@ Options shape_options(int64_t b, int64_t d, int64_t l, int w, Dtype t, bool bias
 
 // One backward on the GPU from poisoned outputs, results copied back.
 template <class TileT = DefaultTile>
-BwdOutputs run_on_gpu(const BwdProblem& p, Reduction r, int64_t tiles_per_block = 0, BwdPlan* plan_out = nullptr) {
+BwdOutputs run_on_gpu(const BwdProblem& p, Reduction r, int64_t tiles_per_block = 0,
+                      BwdPlan* plan_out = nullptr) {
   const BwdPlan plan = plan_backward<TileT>(p.shape, r, tiles_per_block);
   if (plan_out) *plan_out = plan;
   BwdBuffers buf = upload_problem(p, plan.partial_floats(p.shape.width, p.shape.dim));
@@ -48,23 +51,26 @@ BwdOutputs run_on_gpu(const BwdProblem& p, Reduction r, int64_t tiles_per_block 
 }
 
 std::string describe(const Options& o) {
-  return "B=" + std::to_string(o.batch) + " D=" + std::to_string(o.dim) + " L=" + std::to_string(o.seqlen) +
-         " W=" + std::to_string(o.width) + " " + dtype_name(o.dtype) + (o.bias ? " bias" : "") +
-         (o.silu ? " silu" : "");
+  return "B=" + std::to_string(o.batch) + " D=" + std::to_string(o.dim) +
+         " L=" + std::to_string(o.seqlen) + " W=" + std::to_string(o.width) + " " +
+         dtype_name(o.dtype) + (o.bias ? " bias" : "") + (o.silu ? " silu" : "");
 }
 
 // All three outputs within their tolerances; the failures in the message.
 ::testing::AssertionResult matches_reference(const BwdProblem& p, const BwdOutputs& got) {
   const Options& o = p.opt;
   const VerifyReport rx = verify("dx", got.dx, p.dx, p.dx_tol, {o.batch, o.seqlen, o.dim});
-  const VerifyReport rw = verify("dweight", std::vector<double>(got.dweight.begin(), got.dweight.end()), p.dweight,
-                                 p.dweight_tol, {o.dim, o.width});
-  const VerifyReport rb = verify("dbias", std::vector<double>(got.dbias.begin(), got.dbias.end()), p.dbias,
-                                 p.dbias_tol, {o.dim});
+  const VerifyReport rw =
+      verify("dweight", std::vector<double>(got.dweight.begin(), got.dweight.end()), p.dweight,
+             p.dweight_tol, {o.dim, o.width});
+  const VerifyReport rb = verify("dbias", std::vector<double>(got.dbias.begin(), got.dbias.end()),
+                                 p.dbias, p.dbias_tol, {o.dim});
   if (rx.ok() && rw.ok() && rb.ok()) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << describe(o) << "\n"
-                                       << rx.summary() << "\n" << rx.details() << rw.summary() << "\n"
-                                       << rw.details() << rb.summary() << "\n" << rb.details();
+                                       << rx.summary() << "\n"
+                                       << rx.details() << rw.summary() << "\n"
+                                       << rw.details() << rb.summary() << "\n"
+                                       << rb.details();
 }
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
@@ -98,13 +104,16 @@ TEST(Ch06Plan, ChoosesTilesPerBlockFromTheShape) {
   EXPECT_EQ(tiny.partial_floats(4, 32), 0);
   EXPECT_EQ(plan_backward(ConvShape{1, 32, 64, 4}, Reduction::atomic).sink, GradSink::atomics);
   // An explicit request is kept, but never beyond the tiles there are.
-  EXPECT_EQ(plan_backward(ConvShape{8, 4096, 4096, 4}, Reduction::deterministic, 3).tiles_per_block, 3);
-  EXPECT_EQ(plan_backward(ConvShape{1, 8, 100, 4}, Reduction::deterministic, 50).tiles_per_block, 2);
+  EXPECT_EQ(plan_backward(ConvShape{8, 4096, 4096, 4}, Reduction::deterministic, 3).tiles_per_block,
+            3);
+  EXPECT_EQ(plan_backward(ConvShape{1, 8, 100, 4}, Reduction::deterministic, 50).tiles_per_block,
+            2);
 }
 
 TEST(Ch06Plan, StaysWithinTheGridLimit) {
   for (int64_t request : {0, 1, 2}) {
-    const BwdPlan p = plan_backward(ConvShape{1, 3, 65535 * 64 * 2 + 65, 4}, Reduction::deterministic, request);
+    const BwdPlan p =
+        plan_backward(ConvShape{1, 3, 65535 * 64 * 2 + 65, 4}, Reduction::deterministic, request);
     EXPECT_LE(p.blocks_y, 65535);
     EXPECT_GE(p.tiles_per_block * p.blocks_y, p.tiles_per_seq);
     EXPECT_GE(p.tiles_per_block, 3) << "131072 tiles need 3 per block";
@@ -115,7 +124,8 @@ TEST(Ch06Flags, PresetsSetTheShapeAndLaterFlagsOverride) {
   const ChapterSpec spec = chapter_spec();
   auto parse = [&](std::vector<const char*> args, Options* o, BwdFlags* f) {
     args.insert(args.begin(), "ch06");
-    return parse_command_line(static_cast<int>(args.size()), args.data(), spec, o, chapter_flags(o, f));
+    return parse_command_line(static_cast<int>(args.size()), args.data(), spec, o,
+                              chapter_flags(o, f));
   };
   for (const Preset& pr : presets()) {
     Options o;
@@ -131,24 +141,30 @@ TEST(Ch06Flags, PresetsSetTheShapeAndLaterFlagsOverride) {
   }
   Options o;
   BwdFlags f;
-  ASSERT_EQ(parse({"--batch", "7", "--preset", "small", "--seqlen", "100", "--reduction", "atomic"}, &o, &f).status,
+  ASSERT_EQ(parse({"--batch", "7", "--preset", "small", "--seqlen", "100", "--reduction", "atomic"},
+                  &o, &f)
+                .status,
             ParseStatus::ok);
   EXPECT_EQ(o.batch, 2);  // the preset came after --batch
   EXPECT_EQ(o.seqlen, 100);
   EXPECT_EQ(f.reduction, "atomic");
   const ParseResult bad = parse({"--preset", "huge"}, &o, &f);
   EXPECT_EQ(bad.status, ParseStatus::error);
-  EXPECT_NE(bad.message.find("--preset must be one of tiny, small"), std::string::npos) << bad.message;
+  EXPECT_NE(bad.message.find("--preset must be one of tiny, small"), std::string::npos)
+      << bad.message;
   EXPECT_EQ(parse({"--reduction", "sometimes"}, &o, &f).status, ParseStatus::error);
-  EXPECT_EQ(parse({"--dtype", "bf16"}, &o, &f).status, ParseStatus::ok);  // bf16 arrives in chapter 06
+  EXPECT_EQ(parse({"--dtype", "bf16"}, &o, &f).status,
+            ParseStatus::ok);  // bf16 arrives in chapter 06
 }
 
 TEST(Ch06Tolerance, CatchesALostTileButNotRounding) {
   for (bool silu : {false, true}) {
     const Options o = shape_options(2, 16, 512, 4, Dtype::fp32, true, silu, 99);
     const BwdProblem p = make_backward_problem(o);
-    // The contribution of one 64-row tile (batch 0, rows 128..191): the reference with dout zero elsewhere.
-    std::vector<double> x = p.x.to_double(), g(p.dout.size(), 0.0), w = p.weight.to_double(), b = p.bias.to_double();
+    // The contribution of one 64-row tile (batch 0, rows 128..191): the reference with dout zero
+    // elsewhere.
+    std::vector<double> x = p.x.to_double(), g(p.dout.size(), 0.0), w = p.weight.to_double(),
+                        b = p.bias.to_double();
     for (int64_t t = 128; t < 192; ++t)
       for (int64_t d = 0; d < o.dim; ++d) g[t * o.dim + d] = p.dout.get(t * o.dim + d);
     RefProblem rp;
@@ -161,7 +177,8 @@ TEST(Ch06Tolerance, CatchesALostTileButNotRounding) {
     std::vector<double> tile_dw(o.dim * o.width), tile_db(o.dim);
     reference_backward(rp, g.data(), RefGrads{nullptr, tile_dw.data(), tile_db.data(), nullptr});
 
-    std::vector<double> lost_dw = p.dweight, lost_db = p.dbias, rounded_dw = p.dweight, rounded_db = p.dbias;
+    std::vector<double> lost_dw = p.dweight, lost_db = p.dbias, rounded_dw = p.dweight,
+                        rounded_db = p.dbias;
     for (size_t i = 0; i < lost_dw.size(); ++i) {
       lost_dw[i] -= tile_dw[i];
       rounded_dw[i] = static_cast<float>(p.dweight[i]) * (1 + 1e-6);
@@ -192,12 +209,19 @@ TEST(Ch06Backward, MatchesReferenceForEveryCombination) {
           // Cycle through the awkward cases; the rest of the shape is random.
           int64_t b = rng.range(1, 3), d = rng.range(1, 150), l = rng.range(1, 300);
           switch (combo++ % 4) {
-            case 0: l = rng.range(1, w - 1); break;                       // L < W
-            case 1: b = 1; l = 64 * rng.range(1, 3) + rng.range(1, 63); break;  // B = 1, L not a multiple of 64
-            case 2: d = 8 * rng.range(1, 15); d += d % 64 == 0 ? 8 : 0; break;  // vectorized, D not a multiple of 64
-            case 3: d = 2 * rng.range(33, 80) + 1; break;                 // odd D > 64: element-wise path
+            case 0: l = rng.range(1, w - 1); break;  // L < W
+            case 1:
+              b = 1;
+              l = 64 * rng.range(1, 3) + rng.range(1, 63);
+              break;  // B = 1, L not a multiple of 64
+            case 2:
+              d = 8 * rng.range(1, 15);
+              d += d % 64 == 0 ? 8 : 0;
+              break;                                       // vectorized, D not a multiple of 64
+            case 3: d = 2 * rng.range(33, 80) + 1; break;  // odd D > 64: element-wise path
           }
-          const BwdProblem p = make_backward_problem(shape_options(b, d, l, w, t, bias, silu, rng.next()));
+          const BwdProblem p =
+              make_backward_problem(shape_options(b, d, l, w, t, bias, silu, rng.next()));
           for (Reduction r : {Reduction::deterministic, Reduction::atomic})
             EXPECT_TRUE(matches_reference(p, run_on_gpu(p, r)))
                 << (r == Reduction::atomic ? "atomic" : "deterministic");
@@ -207,7 +231,8 @@ TEST(Ch06Backward, MatchesReferenceForEveryCombination) {
 TEST(Ch06Backward, DeterministicSumsAreBitwiseIdenticalAcrossRuns) {
   CONV1D_REQUIRE_GPU_OR_SKIP();
   // Many block rows (one tile per block), so the reduction really adds many partial sums.
-  const BwdProblem p = make_backward_problem(shape_options(3, 200, 1000, 4, Dtype::bf16, true, true, 5));
+  const BwdProblem p =
+      make_backward_problem(shape_options(3, 200, 1000, 4, Dtype::bf16, true, true, 5));
   BwdPlan plan;
   const BwdOutputs first = run_on_gpu(p, Reduction::deterministic, 1, &plan);
   ASSERT_EQ(plan.sink, GradSink::partials);
@@ -223,7 +248,8 @@ TEST(Ch06Backward, DeterministicSumsAreBitwiseIdenticalAcrossRuns) {
 
 TEST(Ch06Backward, AtomicSumsAgreeWithDeterministicWithinTolerance) {
   CONV1D_REQUIRE_GPU_OR_SKIP();
-  const BwdProblem p = make_backward_problem(shape_options(4, 96, 777, 3, Dtype::fp16, false, true, 6));
+  const BwdProblem p =
+      make_backward_problem(shape_options(4, 96, 777, 3, Dtype::fp16, false, true, 6));
   const BwdOutputs det = run_on_gpu(p, Reduction::deterministic, 1);
   for (int run = 0; run < 3; ++run) {
     const BwdOutputs atom = run_on_gpu(p, Reduction::atomic, 1);
@@ -238,7 +264,8 @@ TEST(Ch06Backward, AtomicSumsAgreeWithDeterministicWithinTolerance) {
 
 TEST(Ch06Backward, TilesPerBlockChangeOnlyTheOrderOfTheSums) {
   CONV1D_REQUIRE_GPU_OR_SKIP();
-  const BwdProblem p = make_backward_problem(shape_options(3, 72, 1100, 4, Dtype::fp32, true, false, 7));
+  const BwdProblem p =
+      make_backward_problem(shape_options(3, 72, 1100, 4, Dtype::fp32, true, false, 7));
   const BwdOutputs one = run_on_gpu(p, Reduction::deterministic, 1);
   for (int64_t n : {2, 3, 7, 18, 64}) {  // 18 tiles per sequence: runs cross the batch boundary
     BwdPlan plan;
@@ -251,7 +278,8 @@ TEST(Ch06Backward, TilesPerBlockChangeOnlyTheOrderOfTheSums) {
 TEST(Ch06Backward, MoreTilesThanTheGridHoldsInY) {
   CONV1D_REQUIRE_GPU_OR_SKIP();
   // 65537 tiles of 64 rows in one sequence: at least two per block, however many are asked for.
-  const BwdProblem p = make_backward_problem(shape_options(1, 3, 65536 * 64 + 17, 2, Dtype::fp32, true, true, 8));
+  const BwdProblem p =
+      make_backward_problem(shape_options(1, 3, 65536 * 64 + 17, 2, Dtype::fp32, true, true, 8));
   for (Reduction r : {Reduction::deterministic, Reduction::atomic}) {
     BwdPlan plan;
     const BwdOutputs out = run_on_gpu(p, r, 1, &plan);
@@ -267,8 +295,8 @@ TEST(Ch06Backward, AnotherTileShape) {
   Rng rng(31);
   for (Dtype t : {Dtype::fp32, Dtype::bf16})
     for (bool silu : {false, true}) {
-      const BwdProblem p = make_backward_problem(
-          shape_options(rng.range(1, 3), rng.range(1, 100), rng.range(1, 200), 4, t, true, silu, rng.next()));
+      const BwdProblem p = make_backward_problem(shape_options(
+          rng.range(1, 3), rng.range(1, 100), rng.range(1, 200), 4, t, true, silu, rng.next()));
       EXPECT_TRUE(matches_reference(p, run_on_gpu<Small>(p, Reduction::deterministic, 2)));
       EXPECT_TRUE(matches_reference(p, run_on_gpu<Small>(p, Reduction::atomic)));
     }

@@ -1,7 +1,7 @@
-// Chapter 07: the chunk plan (no GPU needed), the two layout kernels against the host preprocessing,
-// the whole pipeline against the fp64 reference for several stream and chunk counts (odd L and D,
-// chunks shorter than the halo), bitwise agreement of every chunking with the serial run and of the
-// graph replay with the direct run, and PhaseRecorder::async on several streams.
+// Chapter 07: the chunk plan (no GPU needed), the two layout kernels against the host
+// preprocessing, the whole pipeline against the fp64 reference for several stream and chunk counts
+// (odd L and D, chunks shorter than the halo), bitwise agreement of every chunking with the serial
+// run and of the graph replay with the direct run, and PhaseRecorder::async on several streams.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -31,8 +31,8 @@ FwdProblem problem(int64_t B, int64_t D, int64_t L, int W, bool bias, bool silu,
 }
 
 // `runs` runs of one pipeline (the first a verification run on poisoned buffers); the last output.
-std::vector<uint16_t> run_pipeline(const FwdProblem& p, int streams, int64_t per_row, bool graph, bool pinned = true,
-                                   int runs = 2) {
+std::vector<uint16_t> run_pipeline(const FwdProblem& p, int streams, int64_t per_row, bool graph,
+                                   bool pinned = true, int runs = 2) {
   std::unique_ptr<HostData> h = host_data(p, pinned);
   Pipeline pipe(p.shape, p.opt.silu, streams, per_row);
   PhaseRecorder rec;
@@ -71,13 +71,15 @@ TEST(Ch07Plan, ChunksCoverEverySequenceOnceRoundRobin) {
             EXPECT_EQ(c.stream, static_cast<int>(i % S));
             for (int64_t t = c.t0; t < c.t1; ++t) ++covered[c.b * L + t];
           }
-          for (int v : covered) ASSERT_EQ(v, 1) << "B=" << B << " L=" << L << " per_row=" << per_row;
-          if (per_row == 0) EXPECT_GE(static_cast<int64_t>(plan.chunks.size()), std::min<int64_t>(8, B * L));
+          for (int v : covered)
+            ASSERT_EQ(v, 1) << "B=" << B << " L=" << L << " per_row=" << per_row;
+          if (per_row == 0)
+            EXPECT_GE(static_cast<int64_t>(plan.chunks.size()), std::min<int64_t>(8, B * L));
         }
 }
 
-// Both paths of each layout kernel: 16-byte accesses (D a multiple of 8, rows padded as the pipeline
-// pads them) and one element at a time (odd D, or rows of exactly the chunk's length).
+// Both paths of each layout kernel: 16-byte accesses (D a multiple of 8, rows padded as the
+// pipeline pads them) and one element at a time (odd D, or rows of exactly the chunk's length).
 TEST(Ch07Kernels, Img2colChannelFirstMatchesHostImg2col) {
   CONV1D_REQUIRE_GPU_OR_SKIP();
   for (int64_t D : {5, 64, 130, 136})
@@ -90,9 +92,11 @@ TEST(Ch07Kernels, Img2colChannelFirstMatchesHostImg2col) {
             const FwdProblem p = problem(1, D, L, W, false, false, 40 + D + W + t0);
             const uint16_t* x = static_cast<const uint16_t*>(p.x.data());
             const int64_t pitch = padded ? img2col_pitch(n) : n + W - 1;
-            std::vector<uint16_t> chunk(D * pitch, 0x7E00);  // NaN where the kernel must not take values from
+            std::vector<uint16_t> chunk(D * pitch,
+                                        0x7E00);  // NaN where the kernel must not take values from
             for (int64_t c = 0; c < D; ++c)
-              for (int64_t j = skip; j < n + W - 1; ++j) chunk[c * pitch + j] = x[c * L + t0 - (W - 1) + j];
+              for (int64_t j = skip; j < n + W - 1; ++j)
+                chunk[c * pitch + j] = x[c * L + t0 - (W - 1) + j];
             // Host: transpose, pad and img2col the whole sequence, then take rows t0 .. t0 + n.
             std::vector<Half> xt(L * D), xp((L + W - 1) * D), a(L * W * D);
             transpose_batched(static_cast<const Half*>(p.x.data()), xt.data(), 1, D, L);
@@ -101,14 +105,15 @@ TEST(Ch07Kernels, Img2colChannelFirstMatchesHostImg2col) {
             DeviceBuffer dx(chunk.size() * 2), da(n * W * D * 2);
             GPU_CHECK(cudaMemcpy(dx.get(), chunk.data(), dx.bytes(), cudaMemcpyHostToDevice));
             da.poison();
-            const int bytes = launch_img2col_channel_first(dx.get<uint16_t>(), pitch, static_cast<int>(skip),
-                                                           da.get<uint16_t>(), n, D, W, 0);
+            const int bytes = launch_img2col_channel_first(
+                dx.get<uint16_t>(), pitch, static_cast<int>(skip), da.get<uint16_t>(), n, D, W, 0);
             EXPECT_EQ(bytes, padded && D % 8 == 0 ? 16 : 2) << "D=" << D << " padded=" << padded;
             std::vector<uint16_t> got(n * W * D);
             GPU_CHECK(cudaMemcpy(got.data(), da.get(), da.bytes(), cudaMemcpyDeviceToHost));
             for (int64_t i = 0; i < n * W * D; ++i)
               ASSERT_EQ(got[i], a[t0 * W * D + i].bits)
-                  << "D=" << D << " W=" << W << " t0=" << t0 << " n=" << n << " padded=" << padded << " at " << i;
+                  << "D=" << D << " W=" << W << " t0=" << t0 << " n=" << n << " padded=" << padded
+                  << " at " << i;
           }
 }
 
@@ -124,13 +129,16 @@ TEST(Ch07Kernels, TimeToChannelFirstMatchesHostTranspose) {
         DeviceBuffer dc(c.size() * 2), dout(D * pitch * 2);
         GPU_CHECK(cudaMemcpy(dc.get(), c.data(), dc.bytes(), cudaMemcpyHostToDevice));
         dout.poison();
-        const int bytes = launch_time_to_channel_first(dc.get<uint16_t>(), dout.get<uint16_t>(), pitch, n, D, 0);
-        EXPECT_EQ(bytes, padded && D % 8 == 0 && pitch % 8 == 0 ? 16 : 2) << "n=" << n << " D=" << D;
+        const int bytes =
+            launch_time_to_channel_first(dc.get<uint16_t>(), dout.get<uint16_t>(), pitch, n, D, 0);
+        EXPECT_EQ(bytes, padded && D % 8 == 0 && pitch % 8 == 0 ? 16 : 2)
+            << "n=" << n << " D=" << D;
         std::vector<uint16_t> got(D * pitch);
         GPU_CHECK(cudaMemcpy(got.data(), dout.get(), dout.bytes(), cudaMemcpyDeviceToHost));
         for (int64_t ch = 0; ch < D; ++ch)
           for (int64_t r = 0; r < n; ++r)
-            ASSERT_EQ(got[ch * pitch + r], want[ch * n + r].bits) << "n=" << n << " D=" << D << " padded=" << padded;
+            ASSERT_EQ(got[ch * pitch + r], want[ch * n + r].bits)
+                << "n=" << n << " D=" << D << " padded=" << padded;
       }
 }
 
@@ -144,8 +152,8 @@ TEST(Ch07Pipeline, StreamAndChunkCountsMatchReferenceAndSerialBitwise) {
     int W;
     bool bias, silu;
   };
-  for (const Case& c : {Case{3, 37, 101, 4, true, true}, Case{2, 64, 257, 3, false, true}, Case{1, 130, 9, 2, true, false},
-                        Case{2, 8, 3, 4, false, false}}) {
+  for (const Case& c : {Case{3, 37, 101, 4, true, true}, Case{2, 64, 257, 3, false, true},
+                        Case{1, 130, 9, 2, true, false}, Case{2, 8, 3, 4, false, false}}) {
     const FwdProblem p = problem(c.B, c.D, c.L, c.W, c.bias, c.silu, 100 + c.L);
     const std::vector<uint16_t> serial = run_pipeline(p, 1, 1, false);
     expect_matches_reference(p, serial);
@@ -160,7 +168,8 @@ TEST(Ch07Pipeline, StreamAndChunkCountsMatchReferenceAndSerialBitwise) {
 TEST(Ch07Pipeline, PageableHostMemoryGivesTheSameBits) {
   CONV1D_REQUIRE_GPU_OR_SKIP();
   const FwdProblem p = problem(2, 48, 150, 4, true, true, 77);
-  EXPECT_EQ(run_pipeline(p, 3, 4, false, /*pinned=*/false), run_pipeline(p, 3, 4, false, /*pinned=*/true));
+  EXPECT_EQ(run_pipeline(p, 3, 4, false, /*pinned=*/false),
+            run_pipeline(p, 3, 4, false, /*pinned=*/true));
 }
 
 TEST(Ch07Pipeline, GraphReplayEqualsDirectRunBitwise) {
@@ -168,7 +177,8 @@ TEST(Ch07Pipeline, GraphReplayEqualsDirectRunBitwise) {
   for (int S : {1, 4}) {
     const FwdProblem p = problem(3, 40, 77, 4, true, true, 55 + S);
     const std::vector<uint16_t> direct = run_pipeline(p, S, 3, false);
-    const std::vector<uint16_t> graph = run_pipeline(p, S, 3, true, true, 3);  // captured once, replayed 3 times
+    const std::vector<uint16_t> graph =
+        run_pipeline(p, S, 3, true, true, 3);  // captured once, replayed 3 times
     expect_matches_reference(p, graph);
     EXPECT_EQ(graph, direct) << "streams=" << S;
   }
@@ -203,7 +213,8 @@ TEST(Ch07Recorder, AsyncRecordsDeviceTimesOnSeveralStreams) {
   EXPECT_GE(r[1].start_ns + 1000, r[0].end_ns);  // within the events' rounding (1 us)
   // Still usable after a kernel() record and in a second iteration (a fresh origin each time).
   rec.begin_iteration(2);
-  rec.async(Category::kernel, "again", streams[1], 1, [&] { GPU_CHECK(cudaMemsetAsync(big.get(), 1, 1024, streams[1])); });
+  rec.async(Category::kernel, "again", streams[1], 1,
+            [&] { GPU_CHECK(cudaMemsetAsync(big.get(), 1, 1024, streams[1])); });
   rec.end_iteration();
   ASSERT_EQ(rec.records().size(), 4u);
   EXPECT_GE(rec.records()[3].start_ns, r[2].end_ns - 1000);

@@ -1,8 +1,9 @@
 // Chapter 08 (the direct forward) against the fp64 reference: every kernel, layout, dtype, width,
-// with and without bias and SiLU, at random shapes that include the awkward ones (L shorter than W or
-// than a vector, L and D not multiples of the vector width, B = 1, a single channel); every launch
-// choice (vectors per thread, rows per thread, access widths); the kernels of one layout give the
-// same bits; misaligned pointers are refused or handled. The host-only decisions run without a GPU.
+// with and without bias and SiLU, at random shapes that include the awkward ones (L shorter than W
+// or than a vector, L and D not multiples of the vector width, B = 1, a single channel); every
+// launch choice (vectors per thread, rows per thread, access widths); the kernels of one layout
+// give the same bits; misaligned pointers are refused or handled. The host-only decisions run
+// without a GPU.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -32,8 +33,10 @@ struct Kernel {
 };
 
 std::vector<Kernel> all_kernels() {
-  std::vector<Kernel> ks{{"naive", Layout::channel_first}, {"cf_vector", Layout::channel_first},
-                         {"naive", Layout::channel_last},  {"cl_vector", Layout::channel_last},
+  std::vector<Kernel> ks{{"naive", Layout::channel_first},
+                         {"cf_vector", Layout::channel_first},
+                         {"naive", Layout::channel_last},
+                         {"cl_vector", Layout::channel_last},
                          {"cl_vector", Layout::channel_last, 0, 0, 8}};
   for (int v : {1, 2, 4, 8}) ks.push_back({"cf_chunked", Layout::channel_first, v, 0});
   for (int r : {8, 16, 32}) ks.push_back({"cl_tiled", Layout::channel_last, 0, r});
@@ -43,11 +46,12 @@ std::vector<Kernel> all_kernels() {
 }
 
 std::string describe(const Kernel& k, const Options& o) {
-  return k.name + (k.vectors ? "@" + std::to_string(k.vectors) : "") + (k.rows ? "@" + std::to_string(k.rows) : "") +
-         (k.access_bytes != 16 ? "@" + std::to_string(k.access_bytes) + "B" : "") +
-         " " + layout_name(k.layout) + " B=" + std::to_string(o.batch) + " D=" + std::to_string(o.dim) +
-         " L=" + std::to_string(o.seqlen) + " W=" + std::to_string(o.width) + " " + dtype_name(o.dtype) +
-         (o.bias ? " bias" : "") + (o.silu ? " silu" : "");
+  return k.name + (k.vectors ? "@" + std::to_string(k.vectors) : "") +
+         (k.rows ? "@" + std::to_string(k.rows) : "") +
+         (k.access_bytes != 16 ? "@" + std::to_string(k.access_bytes) + "B" : "") + " " +
+         layout_name(k.layout) + " B=" + std::to_string(o.batch) + " D=" + std::to_string(o.dim) +
+         " L=" + std::to_string(o.seqlen) + " W=" + std::to_string(o.width) + " " +
+         dtype_name(o.dtype) + (o.bias ? " bias" : "") + (o.silu ? " silu" : "");
 }
 
 // The problem in both layouts on the device, and the reference.
@@ -62,19 +66,23 @@ Problem make_problem(const Options& o) {
   Problem p{o, draw_inputs(o), {}, {}};
   const RefInputs ri(p.in);
   p.ref.resize(o.batch * o.dim * o.seqlen);
-  reference_forward(ri.problem(ConvShape{o.batch, o.dim, o.seqlen, o.width}, Layout::channel_first, o.silu), p.ref.data());
+  reference_forward(
+      ri.problem(ConvShape{o.batch, o.dim, o.seqlen, o.width}, Layout::channel_first, o.silu),
+      p.ref.data());
   p.x_last = transposed(p.in.x, o.batch, o.dim, o.seqlen);
   return p;
 }
 
 DeviceBuffer to_device(const HostArray& h, size_t offset_bytes = 0) {
   DeviceBuffer d(h.bytes() + offset_bytes + 16);
-  if (h.bytes()) GPU_CHECK(cudaMemcpy(d.get<char>() + offset_bytes, h.data(), h.bytes(), cudaMemcpyHostToDevice));
+  if (h.bytes())
+    GPU_CHECK(
+        cudaMemcpy(d.get<char>() + offset_bytes, h.data(), h.bytes(), cudaMemcpyHostToDevice));
   return d;
 }
 
-// Runs kernel `k` on poisoned outputs; returns out in the kernel's layout. `offset` elements shift x
-// and out off their allocation's alignment.
+// Runs kernel `k` on poisoned outputs; returns out in the kernel's layout. `offset` elements shift
+// x and out off their allocation's alignment.
 HostArray run(const Kernel& k, const Problem& p, size_t offset = 0) {
   const Options& o = p.o;
   const size_t e = dtype_bytes(o.dtype);
@@ -84,35 +92,51 @@ HostArray run(const Kernel& k, const Problem& p, size_t offset = 0) {
   out.poison();
   dispatch_storage(o.dtype, [&](auto tag) {
     using T = device_t<typename decltype(tag)::type>;
-    const DirectArgs<T> a{reinterpret_cast<const T*>(x.get<char>() + offset * e), w.get<const T>(),
-                          o.bias ? b.get<const T>() : nullptr,                   reinterpret_cast<T*>(out.get<char>() + offset * e),
-                          o.batch, o.dim, o.seqlen, o.silu};
-    if (k.name == "naive") launch_naive(a, k.layout, o.width);
-    else if (k.name == "cf_vector") launch_cf_vector(a, o.width);
-    else if (k.name == "cf_chunked") launch_cf_chunked(a, o.width, k.vectors);
-    else if (k.name == "cl_vector") launch_cl_vector(a, o.width, k.access_bytes);
-    else launch_cl_tiled(a, o.width, k.rows, k.access_bytes);
+    const DirectArgs<T> a{reinterpret_cast<const T*>(x.get<char>() + offset * e),
+                          w.get<const T>(),
+                          o.bias ? b.get<const T>() : nullptr,
+                          reinterpret_cast<T*>(out.get<char>() + offset * e),
+                          o.batch,
+                          o.dim,
+                          o.seqlen,
+                          o.silu};
+    if (k.name == "naive")
+      launch_naive(a, k.layout, o.width);
+    else if (k.name == "cf_vector")
+      launch_cf_vector(a, o.width);
+    else if (k.name == "cf_chunked")
+      launch_cf_chunked(a, o.width, k.vectors);
+    else if (k.name == "cl_vector")
+      launch_cl_vector(a, o.width, k.access_bytes);
+    else
+      launch_cl_tiled(a, o.width, k.rows, k.access_bytes);
   });
   GPU_CHECK(cudaDeviceSynchronize());
   HostArray got(o.dtype, p.in.x.size());
-  GPU_CHECK(cudaMemcpy(got.data(), out.get<char>() + offset * e, got.bytes(), cudaMemcpyDeviceToHost));
+  GPU_CHECK(
+      cudaMemcpy(got.data(), out.get<char>() + offset * e, got.bytes(), cudaMemcpyDeviceToHost));
   return got;
 }
 
 // The output in channel-first order, checked against the reference.
-::testing::AssertionResult matches_reference(const Kernel& k, const Problem& p, const HostArray& got) {
+::testing::AssertionResult matches_reference(const Kernel& k, const Problem& p,
+                                             const HostArray& got) {
   const Options& o = p.o;
-  const HostArray first = k.layout == Layout::channel_first ? got : transposed(got, o.batch, o.seqlen, o.dim);
-  const VerifyReport r = verify("out", first, p.ref, default_tolerance(o.dtype), {o.batch, o.dim, o.seqlen});
+  const HostArray first =
+      k.layout == Layout::channel_first ? got : transposed(got, o.batch, o.seqlen, o.dim);
+  const VerifyReport r =
+      verify("out", first, p.ref, default_tolerance(o.dtype), {o.batch, o.dim, o.seqlen});
   if (r.ok()) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << describe(k, o) << ": " << r.summary() << "\n" << r.details();
+  return ::testing::AssertionFailure() << describe(k, o) << ": " << r.summary() << "\n"
+                                       << r.details();
 }
 
 bool same_bits(const HostArray& a, const HostArray& b) {
   return a.bytes() == b.bytes() && std::memcmp(a.data(), b.data(), a.bytes()) == 0;
 }
 
-Options options(int64_t b, int64_t d, int64_t l, int w, Dtype t, bool bias, bool silu, uint64_t seed) {
+Options options(int64_t b, int64_t d, int64_t l, int w, Dtype t, bool bias, bool silu,
+                uint64_t seed) {
   Options o;
   o.batch = b;
   o.dim = d;
@@ -127,14 +151,16 @@ Options options(int64_t b, int64_t d, int64_t l, int w, Dtype t, bool bias, bool
 
 }  // namespace
 
-// Every kernel at shapes chosen to hit every path: L < W, L shorter than a vector (vectors span rows),
-// L and D multiples of nothing, D a multiple of 8 (16-byte channel-last accesses), a single channel.
+// Every kernel at shapes chosen to hit every path: L < W, L shorter than a vector (vectors span
+// rows), L and D multiples of nothing, D a multiple of 8 (16-byte channel-last accesses), a single
+// channel.
 TEST(Ch08Direct, EveryKernelMatchesTheReference) {
   CONV1D_REQUIRE_GPU_OR_SKIP();
   struct Shape {
     int64_t b, d, l;
   };
-  const Shape shapes[] = {{1, 1, 1}, {2, 3, 2}, {1, 5, 7}, {3, 37, 101}, {2, 64, 300}, {1, 24, 4095}, {2, 136, 65}};
+  const Shape shapes[] = {{1, 1, 1},    {2, 3, 2},     {1, 5, 7},   {3, 37, 101},
+                          {2, 64, 300}, {1, 24, 4095}, {2, 136, 65}};
   uint64_t seed = 1;
   for (const Shape& sh : shapes)
     for (Dtype t : {Dtype::fp32, Dtype::fp16, Dtype::bf16})
@@ -150,18 +176,19 @@ TEST(Ch08Direct, RandomShapesMatchTheReference) {
   CONV1D_REQUIRE_GPU_OR_SKIP();
   Rng rng(808);
   for (int trial = 0; trial < 24; ++trial) {
-    const Options o = options(rng.range(1, 3), trial % 4 == 0 ? 8 * rng.range(1, 20) : rng.range(1, 90),
-                              rng.range(1, 700), static_cast<int>(rng.range(2, 4)),
-                              std::vector<Dtype>{Dtype::fp32, Dtype::fp16, Dtype::bf16}[trial % 3], rng.range(0, 1) == 1,
-                              rng.range(0, 1) == 1, rng.next());
+    const Options o =
+        options(rng.range(1, 3), trial % 4 == 0 ? 8 * rng.range(1, 20) : rng.range(1, 90),
+                rng.range(1, 700), static_cast<int>(rng.range(2, 4)),
+                std::vector<Dtype>{Dtype::fp32, Dtype::fp16, Dtype::bf16}[trial % 3],
+                rng.range(0, 1) == 1, rng.range(0, 1) == 1, rng.next());
     const Problem p = make_problem(o);
     for (const Kernel& k : all_kernels()) EXPECT_TRUE(matches_reference(k, p, run(k, p)));
   }
 }
 
 // A thread's arithmetic does not depend on how the work is split: the channel-first vector kernels
-// agree bit for bit whatever the vectors per thread, and the channel-last ones whatever the rows and
-// the access width.
+// agree bit for bit whatever the vectors per thread, and the channel-last ones whatever the rows
+// and the access width.
 TEST(Ch08Direct, KernelsOfALayoutGiveTheSameBits) {
   CONV1D_REQUIRE_GPU_OR_SKIP();
   for (Dtype t : {Dtype::fp32, Dtype::bf16}) {
@@ -193,16 +220,28 @@ TEST(Ch08Direct, MisalignedPointers) {
 TEST(Ch08Launch, ChannelLastAccessWidth) {
   alignas(16) static char buf[64];
   auto args = [&](int64_t dim, int offset) {
-    return DirectArgs<float>{reinterpret_cast<const float*>(buf + offset), nullptr, nullptr,
-                             reinterpret_cast<float*>(buf + offset), 1, dim, 1, false};
+    return DirectArgs<float>{reinterpret_cast<const float*>(buf + offset),
+                             nullptr,
+                             nullptr,
+                             reinterpret_cast<float*>(buf + offset),
+                             1,
+                             dim,
+                             1,
+                             false};
   };
   EXPECT_EQ(cl_access_elements(args(1024, 0)), 4);  // fp32: 16 bytes
   EXPECT_EQ(cl_access_elements(args(1022, 0)), 2);  // D even, not a multiple of 4
   EXPECT_EQ(cl_access_elements(args(1023, 0)), 1);
   EXPECT_EQ(cl_access_elements(args(1024, 8)), 2);  // 8-byte aligned only
   EXPECT_EQ(cl_access_elements(args(1024, 4)), 1);
-  const DirectArgs<__nv_bfloat16> h{reinterpret_cast<const __nv_bfloat16*>(buf), nullptr, nullptr,
-                                    reinterpret_cast<__nv_bfloat16*>(buf), 1, 4096, 1, false};
+  const DirectArgs<__nv_bfloat16> h{reinterpret_cast<const __nv_bfloat16*>(buf),
+                                    nullptr,
+                                    nullptr,
+                                    reinterpret_cast<__nv_bfloat16*>(buf),
+                                    1,
+                                    4096,
+                                    1,
+                                    false};
   EXPECT_EQ(cl_access_elements(h), 8);
   EXPECT_EQ(cl_access_elements(h, 8), 4);  // --access-bytes 8
   EXPECT_EQ(cl_access_elements(h, 4), 2);
@@ -210,15 +249,17 @@ TEST(Ch08Launch, ChannelLastAccessWidth) {
 
 TEST(Ch08Launch, VectorsPerThread) {
   EXPECT_EQ(chunked_vectors(int64_t(1) << 24, 132), 2);  // 8x4096x4096 bf16: 2^24 vectors
-  EXPECT_EQ(chunked_vectors(32768, 132), 1);              // 4x64x1024 bf16
-  EXPECT_EQ(chunked_vectors(32768, 132, 4), 4);           // asked for
+  EXPECT_EQ(chunked_vectors(32768, 132), 1);             // 4x64x1024 bf16
+  EXPECT_EQ(chunked_vectors(32768, 132, 4), 4);          // asked for
 }
 
 TEST(Ch08Launch, RowsPerThreadFillTheGpu) {
   // 132 multiprocessors: 32 rows when that still leaves 2048 threads' worth of items per SM.
-  EXPECT_EQ(cl_tiled_rows(8, 4096, 512, 132), 32);   // 8 * 128 * 512 = 524288 items
-  EXPECT_EQ(cl_tiled_rows(32, 1024, 256, 132), 16);  // at 32 rows 32 * 32 * 256 = 262144 < 132 * 2048
-  EXPECT_EQ(cl_tiled_rows(32, 512, 256, 132), kTileBatch);  // 32x2048x512 bf16: 16 rows would leave 262144
+  EXPECT_EQ(cl_tiled_rows(8, 4096, 512, 132), 32);  // 8 * 128 * 512 = 524288 items
+  EXPECT_EQ(cl_tiled_rows(32, 1024, 256, 132),
+            16);  // at 32 rows 32 * 32 * 256 = 262144 < 132 * 2048
+  EXPECT_EQ(cl_tiled_rows(32, 512, 256, 132),
+            kTileBatch);  // 32x2048x512 bf16: 16 rows would leave 262144
   EXPECT_EQ(cl_tiled_rows(4, 1024, 8, 132), kTileBatch);
   EXPECT_EQ(cl_tiled_rows(4, 1024, 8, 132, 16), 16);  // asked for
 }

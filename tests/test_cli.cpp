@@ -21,8 +21,8 @@ ChapterSpec chapter01() {
   return s;
 }
 
-ParseResult parse(std::vector<std::string> args, Options* opt, const ChapterSpec& spec = chapter01(),
-                  const std::vector<ExtraFlag>& extra = {}) {
+ParseResult parse(std::vector<std::string> args, Options* opt,
+                  const ChapterSpec& spec = chapter01(), const std::vector<ExtraFlag>& extra = {}) {
   std::vector<const char*> argv{"ch01"};
   for (const std::string& a : args) argv.push_back(a.c_str());
   return parse_command_line(static_cast<int>(argv.size()), argv.data(), spec, opt, extra);
@@ -44,8 +44,9 @@ TEST(Cli, DefaultsAndGoodValues) {
   Options opt;
   ASSERT_EQ(parse({}, &opt).status, ParseStatus::ok);
   EXPECT_EQ(opt.batch, chapter01().defaults.batch);
-  ASSERT_EQ(parse({"--batch", "3", "--dim=17", "--seqlen", "+9", "--width", "2", "--dtype", "fp16", "--iters", "5",
-                   "--warmup", "0", "--seed", "18446744073709551615", "--save-npy", "d", "--profile-csv", "p/q"},
+  ASSERT_EQ(parse({"--batch", "3", "--dim=17", "--seqlen", "+9", "--width", "2", "--dtype", "fp16",
+                   "--iters", "5", "--warmup", "0", "--seed", "18446744073709551615", "--save-npy",
+                   "d", "--profile-csv", "p/q"},
                   &opt)
                 .status,
             ParseStatus::ok);
@@ -80,7 +81,8 @@ TEST(Cli, WidthAndDtype) {
   expect_error({"--width", "1"}, "--width must be 2, 3 or 4 (got '1')");
   expect_error({"--width", "5"}, "--width must be 2, 3 or 4");
   expect_error({"--dtype", "int8"}, "--dtype must be one of fp32, fp16, bf16 (got 'int8')");
-  expect_error({"--dtype", "bf16"}, "--dtype bf16 arrives in chapter 06 (this is chapter 01; here: fp32, fp16)");
+  expect_error({"--dtype", "bf16"},
+               "--dtype bf16 arrives in chapter 06 (this is chapter 01; here: fp32, fp16)");
 }
 
 TEST(Cli, FeaturesNotYetArrived) {
@@ -105,18 +107,21 @@ TEST(Cli, MalformedFlags) {
 }
 
 TEST(Cli, SizeProductOverflowAndLimit) {
-  expect_error({"--batch", "65535", "--dim", "1048576", "--seqlen", "1073741824"}, "exceeds the limit");
+  expect_error({"--batch", "65535", "--dim", "1048576", "--seqlen", "1073741824"},
+               "exceeds the limit");
   expect_error({"--batch", "1024", "--dim", "1024", "--seqlen", "1048576"}, "exceeds the limit");
   Options opt;
-  EXPECT_EQ(parse({"--batch", "1", "--dim", "1048576", "--seqlen", "65536"}, &opt).status, ParseStatus::ok);
+  EXPECT_EQ(parse({"--batch", "1", "--dim", "1048576", "--seqlen", "65536"}, &opt).status,
+            ParseStatus::ok);
 }
 
 TEST(Cli, HelpWinsAndListsEverything) {
   Options opt;
   const ParseResult r = parse({"--batch", "0", "--help"}, &opt);
   EXPECT_EQ(r.status, ParseStatus::help);
-  for (const char* f : {"--batch", "--dim", "--seqlen", "--width", "--dtype", "--bias", "--silu", "--iters", "--warmup",
-                        "--seed", "--save-npy", "--profile-csv", "--help", "arrives in chapter 04", "fp32, fp16"})
+  for (const char* f : {"--batch", "--dim", "--seqlen", "--width", "--dtype", "--bias", "--silu",
+                        "--iters", "--warmup", "--seed", "--save-npy", "--profile-csv", "--help",
+                        "arrives in chapter 04", "fp32, fp16"})
     EXPECT_NE(r.message.find(f), std::string::npos) << f;
 }
 
@@ -124,12 +129,14 @@ TEST(Cli, ChapterFlags) {
   int64_t streams = 1;
   std::string epilogue = "fused";
   bool graph = false;
-  const std::vector<ExtraFlag> extra{int_flag("--streams", &streams, 1, 16, "streams"),
-                                     choice_flag("--epilogue", &epilogue, {"separate", "fused", "both"}, "how"),
-                                     switch_flag("--graph", &graph, "graph")};
+  const std::vector<ExtraFlag> extra{
+      int_flag("--streams", &streams, 1, 16, "streams"),
+      choice_flag("--epilogue", &epilogue, {"separate", "fused", "both"}, "how"),
+      switch_flag("--graph", &graph, "graph")};
   Options opt;
-  ASSERT_EQ(parse({"--streams", "4", "--epilogue=separate", "--graph"}, &opt, chapter01(), extra).status,
-            ParseStatus::ok);
+  ASSERT_EQ(
+      parse({"--streams", "4", "--epilogue=separate", "--graph"}, &opt, chapter01(), extra).status,
+      ParseStatus::ok);
   EXPECT_EQ(streams, 4);
   EXPECT_EQ(epilogue, "separate");
   EXPECT_TRUE(graph);
@@ -149,11 +156,22 @@ TEST(Cli, CheckedArithmetic) {
 }
 
 TEST(Cli, RandomArgumentListsNeverCrash) {
-  const std::vector<std::string> vocab{"--batch", "--dim",  "--seqlen", "--width", "--dtype", "--bias", "--silu",
-                                       "--iters", "--warmup", "--seed", "--save-npy", "--profile-csv", "--summary",
-                                       "--help", "0",      "1",        "-1",      "4",       "fp16",   "bf16",
-                                       "x",       "",       "=",        "--",      "--=3",    "99999999999999999999",
-                                       "--batch=", "--dim=7", "--width=3", "--dtype=", "-"};
+  const std::vector<std::string> vocab{"--batch",    "--dim",
+                                       "--seqlen",   "--width",
+                                       "--dtype",    "--bias",
+                                       "--silu",     "--iters",
+                                       "--warmup",   "--seed",
+                                       "--save-npy", "--profile-csv",
+                                       "--summary",  "--help",
+                                       "0",          "1",
+                                       "-1",         "4",
+                                       "fp16",       "bf16",
+                                       "x",          "",
+                                       "=",          "--",
+                                       "--=3",       "99999999999999999999",
+                                       "--batch=",   "--dim=7",
+                                       "--width=3",  "--dtype=",
+                                       "-"};
   Rng rng(2026);
   int ok = 0, errors = 0, help = 0;
   for (int trial = 0; trial < 20000; ++trial) {
@@ -162,10 +180,12 @@ TEST(Cli, RandomArgumentListsNeverCrash) {
     for (int i = 0; i < n; ++i) {
       if (rng.range(0, 9) == 0) {  // sometimes random bytes
         std::string s;
-        for (int k = static_cast<int>(rng.range(0, 6)); k > 0; --k) s += static_cast<char>(rng.range(1, 255));
+        for (int k = static_cast<int>(rng.range(0, 6)); k > 0; --k)
+          s += static_cast<char>(rng.range(1, 255));
         args.push_back(s);
       } else {
-        args.push_back(vocab[static_cast<size_t>(rng.range(0, static_cast<int64_t>(vocab.size()) - 1))]);
+        args.push_back(
+            vocab[static_cast<size_t>(rng.range(0, static_cast<int64_t>(vocab.size()) - 1))]);
       }
     }
     Options opt;

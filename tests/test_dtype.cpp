@@ -30,14 +30,18 @@ bool bf16_is_nan(uint16_t b) { return (b & 0x7F80u) == 0x7F80u && (b & 0x007Fu) 
 // Independent decoders (not the library's): value = mantissa * 2^exponent in double arithmetic.
 double ref_half_value(uint16_t h) {
   const int e = (h >> 10) & 0x1F, m = h & 0x3FF;
-  const double mag = e == 31 ? (m ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity())
-                   : e == 0 ? std::ldexp(m, -24) : std::ldexp(1024 + m, e - 25);
+  const double mag = e == 31  ? (m ? std::numeric_limits<double>::quiet_NaN()
+                                   : std::numeric_limits<double>::infinity())
+                     : e == 0 ? std::ldexp(m, -24)
+                              : std::ldexp(1024 + m, e - 25);
   return (h & 0x8000) ? -mag : mag;
 }
 double ref_bf16_value(uint16_t b) {
   const int e = (b >> 7) & 0xFF, m = b & 0x7F;
-  const double mag = e == 255 ? (m ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity())
-                   : e == 0 ? std::ldexp(m, -133) : std::ldexp(128 + m, e - 134);
+  const double mag = e == 255 ? (m ? std::numeric_limits<double>::quiet_NaN()
+                                   : std::numeric_limits<double>::infinity())
+                     : e == 0 ? std::ldexp(m, -133)
+                              : std::ldexp(128 + m, e - 134);
   return (b & 0x8000) ? -mag : mag;
 }
 
@@ -56,17 +60,24 @@ uint16_t ref_round(double x, Decode value_of, uint16_t max_finite, uint16_t inf_
   } else {
     while (hi - lo > 1) {
       const uint16_t mid = static_cast<uint16_t>((lo + hi) / 2);
-      if (value_of(mid) <= a) lo = mid; else hi = mid;
+      if (value_of(mid) <= a)
+        lo = mid;
+      else
+        hi = mid;
     }
   }
   const double v_lo = value_of(lo);
-  const double v_hi = lo == max_finite ? 2 * v_lo - value_of(static_cast<uint16_t>(max_finite - 1)) : value_of(static_cast<uint16_t>(lo + 1));
+  const double v_hi = lo == max_finite ? 2 * v_lo - value_of(static_cast<uint16_t>(max_finite - 1))
+                                       : value_of(static_cast<uint16_t>(lo + 1));
   const uint16_t up = lo == max_finite ? inf_bits : static_cast<uint16_t>(lo + 1);
   const double mid = (v_lo + v_hi) / 2;
   uint16_t r;
-  if (a < mid) r = lo;
-  else if (a > mid) r = up;
-  else r = (lo & 1) ? up : lo;  // tie: the even pattern
+  if (a < mid)
+    r = lo;
+  else if (a > mid)
+    r = up;
+  else
+    r = (lo & 1) ? up : lo;  // tie: the even pattern
   return static_cast<uint16_t>(sign | r);
 }
 uint16_t ref_half(double x) { return ref_round(x, ref_half_value, 0x7BFF, 0x7C00); }
@@ -93,9 +104,11 @@ TEST(Dtype, NamesAndSizes) {
 }
 
 TEST(Dtype, ParseGood) {
-  const struct { const char* s; Dtype t; } cases[] = {
-      {"fp32", Dtype::fp32}, {"float32", Dtype::fp32}, {"fp16", Dtype::fp16},
-      {"float16", Dtype::fp16}, {"bf16", Dtype::bf16}, {"bfloat16", Dtype::bf16}};
+  const struct {
+    const char* s;
+    Dtype t;
+  } cases[] = {{"fp32", Dtype::fp32},    {"float32", Dtype::fp32}, {"fp16", Dtype::fp16},
+               {"float16", Dtype::fp16}, {"bf16", Dtype::bf16},    {"bfloat16", Dtype::bf16}};
   for (const auto& c : cases) {
     Dtype t = c.t == Dtype::fp32 ? Dtype::bf16 : Dtype::fp32;  // something else first
     EXPECT_TRUE(parse_dtype(c.s, &t)) << c.s;
@@ -110,8 +123,8 @@ TEST(Dtype, ParseGood) {
 }
 
 TEST(Dtype, ParseBad) {
-  for (const char* s : {"", "FP32", "Fp16", "fp64", "half", "float", "bfloat", " fp16", "fp16 ", "bf16x", "f32",
-                        "int8", "float32\n"}) {
+  for (const char* s : {"", "FP32", "Fp16", "fp64", "half", "float", "bfloat", " fp16", "fp16 ",
+                        "bf16x", "f32", "int8", "float32\n"}) {
     Dtype t = Dtype::bf16;
     EXPECT_FALSE(parse_dtype(s, &t)) << '"' << s << '"';
     EXPECT_EQ(t, Dtype::bf16) << "output must be untouched on failure: " << s;
@@ -170,28 +183,28 @@ TEST(Half, HandPickedCases) {
   EXPECT_EQ(float_to_half_bits(-2.0f), 0xC000);
   EXPECT_EQ(float_to_half_bits(0.0f), 0x0000);
   EXPECT_EQ(float_to_half_bits(-0.0f), 0x8000);
-  EXPECT_EQ(float_to_half_bits(65504.0f), 0x7BFF);      // largest finite
-  EXPECT_EQ(float_to_half_bits(65519.99f), 0x7BFF);     // just below the tie with infinity
-  EXPECT_EQ(float_to_half_bits(65520.0f), 0x7C00);      // tie: the even neighbour is infinity
+  EXPECT_EQ(float_to_half_bits(65504.0f), 0x7BFF);   // largest finite
+  EXPECT_EQ(float_to_half_bits(65519.99f), 0x7BFF);  // just below the tie with infinity
+  EXPECT_EQ(float_to_half_bits(65520.0f), 0x7C00);   // tie: the even neighbour is infinity
   EXPECT_EQ(float_to_half_bits(-65520.0f), 0xFC00);
   EXPECT_EQ(float_to_half_bits(1e10f), 0x7C00);
   EXPECT_EQ(float_to_half_bits(std::numeric_limits<float>::max()), 0x7C00);
   EXPECT_EQ(float_to_half_bits(std::numeric_limits<float>::infinity()), 0x7C00);
   EXPECT_EQ(float_to_half_bits(-std::numeric_limits<float>::infinity()), 0xFC00);
-  EXPECT_EQ(float_to_half_bits(std::ldexp(1.0f, -14)), 0x0400);         // smallest normal
-  EXPECT_EQ(float_to_half_bits(std::ldexp(1023.0f, -24)), 0x03FF);      // largest subnormal
-  EXPECT_EQ(float_to_half_bits(std::ldexp(1.0f, -24)), 0x0001);         // smallest subnormal
-  EXPECT_EQ(float_to_half_bits(std::ldexp(1.0f, -25)), 0x0000);         // tie to even: zero
+  EXPECT_EQ(float_to_half_bits(std::ldexp(1.0f, -14)), 0x0400);     // smallest normal
+  EXPECT_EQ(float_to_half_bits(std::ldexp(1023.0f, -24)), 0x03FF);  // largest subnormal
+  EXPECT_EQ(float_to_half_bits(std::ldexp(1.0f, -24)), 0x0001);     // smallest subnormal
+  EXPECT_EQ(float_to_half_bits(std::ldexp(1.0f, -25)), 0x0000);     // tie to even: zero
   EXPECT_EQ(float_to_half_bits(-std::ldexp(1.0f, -25)), 0x8000);
-  EXPECT_EQ(float_to_half_bits(std::ldexp(1.5f, -25)), 0x0001);         // above the tie
-  EXPECT_EQ(float_to_half_bits(std::ldexp(3.0f, -25)), 0x0002);         // tie 1.5 ulp: even is 2
+  EXPECT_EQ(float_to_half_bits(std::ldexp(1.5f, -25)), 0x0001);  // above the tie
+  EXPECT_EQ(float_to_half_bits(std::ldexp(3.0f, -25)), 0x0002);  // tie 1.5 ulp: even is 2
   EXPECT_EQ(float_to_half_bits(std::ldexp(1.0f, -26)), 0x0000);
   EXPECT_EQ(float_to_half_bits(std::numeric_limits<float>::denorm_min()), 0x0000);
-  EXPECT_EQ(float_to_half_bits(std::ldexp(2047.0f, -25)), 0x0400);      // subnormal rounds up to normal
-  EXPECT_EQ(float_to_half_bits(1.0f + std::ldexp(1.0f, -11)), 0x3C00);     // tie, down to even
-  EXPECT_EQ(float_to_half_bits(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3C02); // tie, up to even
+  EXPECT_EQ(float_to_half_bits(std::ldexp(2047.0f, -25)), 0x0400);  // subnormal rounds up to normal
+  EXPECT_EQ(float_to_half_bits(1.0f + std::ldexp(1.0f, -11)), 0x3C00);      // tie, down to even
+  EXPECT_EQ(float_to_half_bits(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3C02);  // tie, up to even
   EXPECT_EQ(float_to_half_bits(1.0f + std::ldexp(1.0f, -11) + std::ldexp(1.0f, -20)), 0x3C01);
-  EXPECT_EQ(float_to_half_bits(2048.0f + 1.0f), 0x6800);   // tie at ulp 2
+  EXPECT_EQ(float_to_half_bits(2048.0f + 1.0f), 0x6800);  // tie at ulp 2
   EXPECT_EQ(float_to_half_bits(2048.0f + 3.0f), 0x6802);
   EXPECT_EQ(float_to_half_bits(0.1f), 0x2E66);
   EXPECT_EQ(float_to_half_bits(1.0f / 3.0f), 0x3555);
@@ -202,7 +215,8 @@ TEST(Half, HandPickedCases) {
   const uint16_t snan = float_to_half_bits(std::numeric_limits<float>::signaling_NaN());
   EXPECT_TRUE(half_is_nan(snan));
   EXPECT_TRUE(snan & 0x0200) << "a signaling NaN comes out quiet";
-  EXPECT_TRUE(half_is_nan(float_to_half_bits(float_of(0x7F800001u)))) << "payload only in the low bits";
+  EXPECT_TRUE(half_is_nan(float_to_half_bits(float_of(0x7F800001u))))
+      << "payload only in the low bits";
   EXPECT_EQ(float_to_half_bits(float_of(0xFFFFFFFFu)), 0xFFFF) << "all-ones poison stays all-ones";
 
   EXPECT_EQ(half_bits_to_float(0x3C00), 1.0f);
@@ -234,8 +248,10 @@ TEST(BFloat16, HandPickedCases) {
   EXPECT_EQ(float_to_bf16_bits(3.14159265f), 0x4049);
   const uint16_t nan = float_to_bf16_bits(std::numeric_limits<float>::quiet_NaN());
   EXPECT_TRUE(bf16_is_nan(nan));
-  EXPECT_TRUE(bf16_is_nan(float_to_bf16_bits(float_of(0x7F800001u)))) << "NaN must not round to infinity";
-  EXPECT_TRUE(bf16_is_nan(float_to_bf16_bits(float_of(0x7FFFFFFFu)))) << "NaN must not carry into the sign";
+  EXPECT_TRUE(bf16_is_nan(float_to_bf16_bits(float_of(0x7F800001u))))
+      << "NaN must not round to infinity";
+  EXPECT_TRUE(bf16_is_nan(float_to_bf16_bits(float_of(0x7FFFFFFFu))))
+      << "NaN must not carry into the sign";
   EXPECT_EQ(float_to_bf16_bits(float_of(0x7FFFFFFFu)), 0x7FFF);
   EXPECT_EQ(float_to_bf16_bits(float_of(0xFFFFFFFFu)), 0xFFFF);
   EXPECT_EQ(bf16_bits_to_float(0x3F80), 1.0f);
@@ -252,14 +268,15 @@ TEST(Half, RandomAgainstReference) {
     float f;
     switch (i % 4) {
       case 0: f = float_of(g.next()); break;  // anything
-      case 1: {  // exponent in [2^-27, 2^17)
+      case 1: {                               // exponent in [2^-27, 2^17)
         const uint32_t e = 100 + g.next() % 44;
         f = float_of((g.next() & 0x807FFFFFu) | (e << 23));
         break;
       }
       default: {  // a midpoint between two neighbouring halves, nudged by -1, 0, +1 float ulp
         const uint16_t h = static_cast<uint16_t>(g.next() % 0x7BFF);
-        const float mid = static_cast<float>((ref_half_value(h) + ref_half_value(static_cast<uint16_t>(h + 1))) / 2);
+        const float mid = static_cast<float>(
+            (ref_half_value(h) + ref_half_value(static_cast<uint16_t>(h + 1))) / 2);
         const int nudge = static_cast<int>(g.next() % 3) - 1;
         f = nudge == 0 ? mid : std::nextafter(mid, nudge > 0 ? 1e30f : -1e30f);
         if (g.next() & 1) f = -f;
@@ -278,7 +295,8 @@ TEST(BFloat16, RandomAgainstReference) {
       f = float_of(g.next());
     } else {
       const uint16_t b = static_cast<uint16_t>(g.next() % 0x7F7F);
-      const float mid = static_cast<float>((ref_bf16_value(b) + ref_bf16_value(static_cast<uint16_t>(b + 1))) / 2);
+      const float mid = static_cast<float>(
+          (ref_bf16_value(b) + ref_bf16_value(static_cast<uint16_t>(b + 1))) / 2);
       const int nudge = static_cast<int>(g.next() % 3) - 1;
       f = nudge == 0 ? mid : std::nextafter(mid, nudge > 0 ? 1e38f : -1e38f);
     }
@@ -294,7 +312,8 @@ TEST(RoundToDtype, RoundsTheDoubleDirectly) {
   // rounds up; going through float first would land exactly on the tie (2^-40 is below half a float
   // ulp) and then round down to even, to 1.
   const double above = 1.0 + std::ldexp(1.0, -11) + std::ldexp(1.0, -40);
-  ASSERT_EQ(static_cast<double>(static_cast<float>(above)), 1.0 + std::ldexp(1.0, -11)) << "a tie in float";
+  ASSERT_EQ(static_cast<double>(static_cast<float>(above)), 1.0 + std::ldexp(1.0, -11))
+      << "a tie in float";
   EXPECT_EQ(round_to_dtype(above, Dtype::fp16), 1.0 + std::ldexp(1.0, -10));
   // And the mirror case: just below the tie 1 + 3 * 2^-11, whose even neighbour is above.
   const double below = 1.0 + 3 * std::ldexp(1.0, -11) - std::ldexp(1.0, -40);
@@ -303,7 +322,8 @@ TEST(RoundToDtype, RoundsTheDoubleDirectly) {
   EXPECT_EQ(round_to_dtype(1.0 + std::ldexp(1.0, -11), Dtype::fp16), 1.0);
   EXPECT_EQ(round_to_dtype(1.0 + 3 * std::ldexp(1.0, -11), Dtype::fp16), 1.0 + std::ldexp(1.0, -9));
   // The same for a subnormal half: 2^-25 is the tie between 0 and 2^-24.
-  EXPECT_EQ(round_to_dtype(std::ldexp(1.0, -25) + std::ldexp(1.0, -60), Dtype::fp16), std::ldexp(1.0, -24));
+  EXPECT_EQ(round_to_dtype(std::ldexp(1.0, -25) + std::ldexp(1.0, -60), Dtype::fp16),
+            std::ldexp(1.0, -24));
   EXPECT_EQ(round_to_dtype(std::ldexp(1.0, -25), Dtype::fp16), 0.0);
   // And near the overflow threshold: 65520 - tiny stays finite, 65520 overflows.
   EXPECT_EQ(round_to_dtype(65520.0 - std::ldexp(1.0, -30), Dtype::fp16), 65504.0);
@@ -317,19 +337,24 @@ TEST(RoundToDtype, RoundsTheDoubleDirectly) {
 
   // fp32 from double: ties to even, overflow, float subnormals, double subnormals.
   EXPECT_EQ(round_to_dtype(1.0 + std::ldexp(1.0, -24), Dtype::fp32), 1.0);
-  EXPECT_EQ(round_to_dtype(1.0 + std::ldexp(1.0, -24) + std::ldexp(1.0, -40), Dtype::fp32), 1.0 + std::ldexp(1.0, -23));
+  EXPECT_EQ(round_to_dtype(1.0 + std::ldexp(1.0, -24) + std::ldexp(1.0, -40), Dtype::fp32),
+            1.0 + std::ldexp(1.0, -23));
   EXPECT_EQ(round_to_dtype(0.1, Dtype::fp32), static_cast<double>(0.1f));
   EXPECT_TRUE(std::isinf(round_to_dtype(1e39, Dtype::fp32)));
   EXPECT_TRUE(std::isinf(round_to_dtype(std::numeric_limits<double>::max(), Dtype::fp32)));
   EXPECT_EQ(round_to_dtype(std::ldexp(1.0, -150), Dtype::fp32), 0.0);
   EXPECT_EQ(round_to_dtype(std::ldexp(1.0, -150) * 1.0000001, Dtype::fp32), std::ldexp(1.0, -149));
   EXPECT_EQ(round_to_dtype(std::numeric_limits<double>::denorm_min(), Dtype::fp32), 0.0);
-  EXPECT_TRUE(std::signbit(round_to_dtype(-std::numeric_limits<double>::denorm_min(), Dtype::fp32)));
+  EXPECT_TRUE(
+      std::signbit(round_to_dtype(-std::numeric_limits<double>::denorm_min(), Dtype::fp32)));
 
   for (Dtype t : {Dtype::fp32, Dtype::fp16, Dtype::bf16}) {
-    EXPECT_TRUE(std::isnan(round_to_dtype(std::numeric_limits<double>::quiet_NaN(), t))) << dtype_name(t);
-    EXPECT_EQ(round_to_dtype(std::numeric_limits<double>::infinity(), t), std::numeric_limits<double>::infinity());
-    EXPECT_EQ(round_to_dtype(-std::numeric_limits<double>::infinity(), t), -std::numeric_limits<double>::infinity());
+    EXPECT_TRUE(std::isnan(round_to_dtype(std::numeric_limits<double>::quiet_NaN(), t)))
+        << dtype_name(t);
+    EXPECT_EQ(round_to_dtype(std::numeric_limits<double>::infinity(), t),
+              std::numeric_limits<double>::infinity());
+    EXPECT_EQ(round_to_dtype(-std::numeric_limits<double>::infinity(), t),
+              -std::numeric_limits<double>::infinity());
     EXPECT_TRUE(std::signbit(round_to_dtype(-0.0, t)));
     EXPECT_EQ(round_to_dtype(0.5, t), 0.5);
     EXPECT_EQ(round_to_dtype(-3.0, t), -3.0);
@@ -341,7 +366,8 @@ TEST(RoundToDtype, RandomDoublesAgainstReference) {
   for (int i = 0; i < 100000; ++i) {
     // Random doubles across the half/bf16 ranges, half of them placed right next to a 16-bit tie.
     const uint64_t m = (static_cast<uint64_t>(g.next()) << 32) | g.next();
-    double x = std::ldexp(1.0 + static_cast<double>(m >> 12) * 0x1.0p-52, static_cast<int>(g.next() % 60) - 30);
+    double x = std::ldexp(1.0 + static_cast<double>(m >> 12) * 0x1.0p-52,
+                          static_cast<int>(g.next() % 60) - 30);
     if (i % 2) {
       const uint16_t h = static_cast<uint16_t>(g.next() % 0x7BFF);
       const double mid = (ref_half_value(h) + ref_half_value(static_cast<uint16_t>(h + 1))) / 2;

@@ -23,8 +23,26 @@ void expect_divides(int64_t n, int64_t d) {
 
 TEST(FastDivmod, EdgeCases) {
   const int64_t big = (int64_t(1) << 62) + ((int64_t(1) << 62) - 1);  // 2^63 - 1
-  std::vector<int64_t> divisors{1, 2, 3, 5, 7, 8, 9, 255, 256, 257, 4095, 4096, 4097, 65535, 65536, 524289,
-                                (int64_t(1) << 30) - 1, int64_t(1) << 30, (int64_t(1) << 31) + 1, 0xFFFFFFFF};
+  std::vector<int64_t> divisors{1,
+                                2,
+                                3,
+                                5,
+                                7,
+                                8,
+                                9,
+                                255,
+                                256,
+                                257,
+                                4095,
+                                4096,
+                                4097,
+                                65535,
+                                65536,
+                                524289,
+                                (int64_t(1) << 30) - 1,
+                                int64_t(1) << 30,
+                                (int64_t(1) << 31) + 1,
+                                0xFFFFFFFF};
   for (int64_t d : divisors) {
     const int64_t square = d < (int64_t(1) << 31) ? d * d : big;  // d * d as long as it fits
     for (int64_t n : {int64_t(0), int64_t(1), d - 1, d, d + 1, 2 * d - 1, 2 * d, square - 1, square,

@@ -56,8 +56,8 @@ class Npy : public ::testing::Test {
     static std::atomic<int> counter{0};
     std::random_device rd;
     const auto stamp = std::chrono::steady_clock::now().time_since_epoch().count();
-    dir_ = fs::temp_directory_path() /
-           ("conv1d_test_npy_" + std::to_string(rd()) + "_" + std::to_string(stamp) + "_" + std::to_string(counter++));
+    dir_ = fs::temp_directory_path() / ("conv1d_test_npy_" + std::to_string(rd()) + "_" +
+                                        std::to_string(stamp) + "_" + std::to_string(counter++));
     ASSERT_TRUE(fs::create_directories(dir_));
   }
   void TearDown() override {
@@ -74,7 +74,8 @@ class Npy : public ::testing::Test {
     } catch (const std::runtime_error& e) {
       const std::string msg = e.what();
       EXPECT_NE(msg.find(p), std::string::npos) << "message does not name the file: " << msg;
-      EXPECT_NE(msg.find(what), std::string::npos) << "message does not say '" << what << "': " << msg;
+      EXPECT_NE(msg.find(what), std::string::npos)
+          << "message does not say '" << what << "': " << msg;
     }
   }
 
@@ -184,7 +185,10 @@ TEST_F(Npy, HeaderFormat) {
     std::vector<int64_t> shape;
     const char* shape_text;
   };
-  const Case cases[] = {{{}, "()"}, {{5}, "(5,)"}, {{2, 3}, "(2, 3)"}, {{2, 3, 4}, "(2, 3, 4)"},
+  const Case cases[] = {{{}, "()"},
+                        {{5}, "(5,)"},
+                        {{2, 3}, "(2, 3)"},
+                        {{2, 3, 4}, "(2, 3, 4)"},
                         {std::vector<int64_t>(40, 1), nullptr}};
   for (const Case& c : cases) {
     int64_t n = 1;
@@ -197,13 +201,15 @@ TEST_F(Npy, HeaderFormat) {
     EXPECT_EQ(f.substr(0, 6), std::string("\x93NUMPY"));
     EXPECT_EQ(f[6], '\x01');
     EXPECT_EQ(f[7], '\x00');
-    const size_t hl = static_cast<unsigned char>(f[8]) | (static_cast<size_t>(static_cast<unsigned char>(f[9])) << 8);
+    const size_t hl = static_cast<unsigned char>(f[8]) |
+                      (static_cast<size_t>(static_cast<unsigned char>(f[9])) << 8);
     EXPECT_EQ((10 + hl) % 64, 0u) << "header length " << hl;
     ASSERT_EQ(f.size(), 10 + hl + 4 * v.size());
     const std::string header = f.substr(10, hl);
     EXPECT_EQ(header.back(), '\n');
     if (c.shape_text) {
-      const std::string dict = std::string("{'descr': '<f4', 'fortran_order': False, 'shape': ") + c.shape_text + ", }";
+      const std::string dict =
+          std::string("{'descr': '<f4', 'fortran_order': False, 'shape': ") + c.shape_text + ", }";
       EXPECT_EQ(header.substr(0, dict.size()), dict);
       EXPECT_EQ(header.find_first_not_of(' ', dict.size()), hl - 1) << "spaces up to the newline";
     }
@@ -232,7 +238,8 @@ TEST_F(Npy, WriterErrorsNameThePath) {
   HostArray h(Dtype::fp32, 6);
   EXPECT_THROW(write_npy(path("x.npy"), h, {2, 2}), std::runtime_error);
   EXPECT_THROW(write_npy(path("x.npy"), std::vector<double>(3), {2}), std::runtime_error);
-  EXPECT_THROW(write_npy(dir_.string(), &x, "<f4", {1}), std::runtime_error) << "a directory is not a file";
+  EXPECT_THROW(write_npy(dir_.string(), &x, "<f4", {1}), std::runtime_error)
+      << "a directory is not a file";
 }
 
 // ---- malformed files ------------------------------------------------------------------------------
@@ -244,7 +251,8 @@ TEST_F(Npy, EmptyFileAndBadMagic) {
   expect_read_error(path("empty.npy"), "bad magic");
   write_bytes(path("text.npy"), "hello world, this is not an npy file at all\n");
   expect_read_error(path("text.npy"), "bad magic");
-  std::string f = make_npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }", std::string(4, '\0'));
+  std::string f = make_npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }",
+                           std::string(4, '\0'));
   f[1] = 'M';
   write_bytes(path("magic.npy"), f);
   expect_read_error(path("magic.npy"), "bad magic");
@@ -252,12 +260,14 @@ TEST_F(Npy, EmptyFileAndBadMagic) {
 
 TEST_F(Npy, UnsupportedVersion) {
   for (int major : {0, 3, 4}) {
-    std::string f = make_npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }", std::string(4, '\0'));
+    std::string f = make_npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }",
+                             std::string(4, '\0'));
     f[6] = static_cast<char>(major);
     write_bytes(path("v.npy"), f);
     expect_read_error(path("v.npy"), "unsupported format version");
   }
-  std::string f = make_npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }", std::string(4, '\0'));
+  std::string f = make_npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }",
+                           std::string(4, '\0'));
   f[7] = 1;  // 1.1
   write_bytes(path("v.npy"), f);
   expect_read_error(path("v.npy"), "unsupported format version");
@@ -265,7 +275,9 @@ TEST_F(Npy, UnsupportedVersion) {
 
 TEST_F(Npy, Version2HeaderIsRead) {
   const std::vector<double> v = {1.5, -2.0, 4.0};
-  write_bytes(path("v2.npy"), make_npy(2, "{'descr': '<f8', 'fortran_order': False, 'shape': (3,), }", as_bytes(v)));
+  write_bytes(
+      path("v2.npy"),
+      make_npy(2, "{'descr': '<f8', 'fortran_order': False, 'shape': (3,), }", as_bytes(v)));
   const NpyArray a = read_npy(path("v2.npy"));
   EXPECT_EQ(a.descr, "<f8");
   EXPECT_EQ(a.shape, (std::vector<int64_t>{3}));
@@ -292,19 +304,27 @@ TEST_F(Npy, HeaderClaimsMoreData) {
   write_bytes(path("m.npy"), f);
   expect_read_error(path("m.npy"), "needs 108 bytes");
   // A huge claimed shape must fail cleanly too (no giant allocation).
-  write_bytes(path("huge.npy"), make_npy(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (4611686018427387904, 4), }", ""));
+  write_bytes(
+      path("huge.npy"),
+      make_npy(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (4611686018427387904, 4), }",
+               ""));
   expect_read_error(path("huge.npy"), "too large");
-  write_bytes(path("big.npy"), make_npy(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (100000000000,), }", ""));
+  write_bytes(
+      path("big.npy"),
+      make_npy(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (100000000000,), }", ""));
   expect_read_error(path("big.npy"), "truncated data");
 }
 
 TEST_F(Npy, TrailingBytesAfterData) {
-  write_bytes(path("tr.npy"), make_npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }", std::string(5, '\0')));
+  write_bytes(path("tr.npy"),
+              make_npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }",
+                       std::string(5, '\0')));
   expect_read_error(path("tr.npy"), "unexpected bytes after the data");
 }
 
 TEST_F(Npy, TruncatedHeader) {
-  std::string f = make_npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }", std::string(4, '\0'));
+  std::string f = make_npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }",
+                           std::string(4, '\0'));
   write_bytes(path("th.npy"), f.substr(0, 40));
   expect_read_error(path("th.npy"), "truncated header");
   write_bytes(path("th2.npy"), f.substr(0, 9));
@@ -315,11 +335,11 @@ TEST_F(Npy, MalformedHeaders) {
   const char* bad[] = {
       "",
       "not a dict",
-      "{'descr': '<f4', 'fortran_order': False, }",                          // no shape
+      "{'descr': '<f4', 'fortran_order': False, }",                           // no shape
       "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'extra': 1}",  // unknown key
       "{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (1,)}",
-      "{'descr': '<f4', 'fortran_order': false, 'shape': (1,), }",           // not Python's False
-      "{'descr': '<f4', 'fortran_order': False, 'shape': (1), }",            // an int, not a tuple
+      "{'descr': '<f4', 'fortran_order': false, 'shape': (1,), }",  // not Python's False
+      "{'descr': '<f4', 'fortran_order': False, 'shape': (1), }",   // an int, not a tuple
       "{'descr': '<f4', 'fortran_order': False, 'shape': (-1,), }",
       "{'descr': '<f4', 'fortran_order': False, 'shape': (1,, 2), }",
       "{'descr': '<f4', 'fortran_order': False, 'shape': (1,) 'x'}",
@@ -333,7 +353,8 @@ TEST_F(Npy, MalformedHeaders) {
     expect_read_error(path("bad.npy"), "malformed header");
   }
   // A header length beyond the file.
-  std::string f = make_npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }", std::string(4, '\0'));
+  std::string f = make_npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }",
+                           std::string(4, '\0'));
   f[8] = '\xFF';
   f[9] = '\xFF';
   write_bytes(path("hl.npy"), f);
@@ -347,7 +368,8 @@ TEST_F(Npy, AcceptedHeaderVariants) {
       "{'shape': (2,), 'fortran_order': False, 'descr': '<f4'}",
       "{ 'descr' : '<f4' , 'fortran_order' : False , 'shape' : ( 2 , ) , }",
       "{'descr': '<f4', 'fortran_order': False, 'shape': (2L,), }",
-      "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }                                   ",
+      "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }                                  "
+      " ",
   };
   for (const char* dict : good) {
     SCOPED_TRACE(dict);
@@ -359,15 +381,24 @@ TEST_F(Npy, AcceptedHeaderVariants) {
 }
 
 TEST_F(Npy, UnsupportedDescrAndFortranOrder) {
-  write_bytes(path("be.npy"), make_npy(1, "{'descr': '>f4', 'fortran_order': False, 'shape': (1,), }", std::string(4, '\0')));
+  write_bytes(path("be.npy"),
+              make_npy(1, "{'descr': '>f4', 'fortran_order': False, 'shape': (1,), }",
+                       std::string(4, '\0')));
   expect_read_error(path("be.npy"), "unsupported descr");
-  write_bytes(path("c.npy"), make_npy(1, "{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }", std::string(8, '\0')));
+  write_bytes(path("c.npy"),
+              make_npy(1, "{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }",
+                       std::string(8, '\0')));
   expect_read_error(path("c.npy"), "unsupported descr");
-  write_bytes(path("st.npy"), make_npy(1, "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }", std::string(4, '\0')));
+  write_bytes(path("st.npy"),
+              make_npy(1, "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }",
+                       std::string(4, '\0')));
   expect_read_error(path("st.npy"), "unsupported descr");
-  write_bytes(path("f.npy"), make_npy(1, "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }", std::string(24, '\0')));
+  write_bytes(path("f.npy"),
+              make_npy(1, "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }",
+                       std::string(24, '\0')));
   expect_read_error(path("f.npy"), "fortran_order");
-  write_bytes(path("u1.npy"), make_npy(1, "{'descr': '|u1', 'fortran_order': False, 'shape': (3,), }", "abc"));
+  write_bytes(path("u1.npy"),
+              make_npy(1, "{'descr': '|u1', 'fortran_order': False, 'shape': (3,), }", "abc"));
   EXPECT_EQ(read_npy(path("u1.npy")).data.size(), 3u);
 }
 

@@ -42,20 +42,25 @@ TEST(ParallelFor, EveryIndexOnceAndErrorsPassedOn) {
     set_host_threads(threads);
     std::vector<std::atomic<int>> seen(1001);
     parallel_for(1001, [&](int64_t i) { ++seen[i]; });
-    for (size_t i = 0; i < seen.size(); ++i) ASSERT_EQ(seen[i].load(), 1) << "index " << i << ", threads " << threads;
+    for (size_t i = 0; i < seen.size(); ++i)
+      ASSERT_EQ(seen[i].load(), 1) << "index " << i << ", threads " << threads;
 
     std::atomic<int> ran{0};
-    EXPECT_THROW(parallel_for(50, [&](int64_t i) {
-                   ++ran;
-                   if (i == 17) throw std::runtime_error("item 17");
-                 }),
+    EXPECT_THROW(parallel_for(50,
+                              [&](int64_t i) {
+                                ++ran;
+                                if (i == 17) throw std::runtime_error("item 17");
+                              }),
                  std::runtime_error);
     EXPECT_EQ(ran.load(), 50) << "the other items still run";
 
     std::vector<int> blocks(10, 0);
-    parallel_for_blocks(10, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) ++blocks[i];
-    }, 3);
+    parallel_for_blocks(
+        10,
+        [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) ++blocks[i];
+        },
+        3);
     for (int v : blocks) EXPECT_EQ(v, 1);
   }
   parallel_for(0, [](int64_t) { FAIL() << "no items"; });
@@ -78,7 +83,8 @@ struct RefRun {
 RefRun run_reference(const RefProblem& p, const std::vector<double>& dout) {
   const ConvShape& s = p.shape;
   RefRun r;
-  const size_t n = static_cast<size_t>(s.elements()), states = static_cast<size_t>(s.batch * s.dim * (s.width - 1));
+  const size_t n = static_cast<size_t>(s.elements()),
+               states = static_cast<size_t>(s.batch * s.dim * (s.width - 1));
   r.out.assign(n, NAN);
   r.final_states.assign(states, NAN);
   reference_forward(p, r.out.data(), r.final_states.data());
@@ -89,8 +95,8 @@ RefRun run_reference(const RefProblem& p, const std::vector<double>& dout) {
   r.dweight_sq.assign(s.dim * s.width, NAN);
   r.dbias_sq.assign(s.dim, NAN);
   reference_backward(p, dout.data(),
-                     RefGrads{r.dx.data(), r.dweight.data(), r.dbias.data(), r.dinit.data(), r.dweight_sq.data(),
-                              r.dbias_sq.data()});
+                     RefGrads{r.dx.data(), r.dweight.data(), r.dbias.data(), r.dinit.data(),
+                              r.dweight_sq.data(), r.dbias_sq.data()});
   return r;
 }
 
@@ -111,8 +117,10 @@ TEST(ParallelReference, SameBitsForAnyThreadCount) {
     for (int width : {3, 4})
       for (bool seq : {false, true}) {
         const ConvShape s{3, 21, 257, width};
-        const std::vector<double> x = random_values(1, s.elements()), w = random_values(2, s.dim * width),
-                                  bias = random_values(3, s.dim), dout = random_values(4, s.elements()),
+        const std::vector<double> x = random_values(1, s.elements()),
+                                  w = random_values(2, s.dim * width),
+                                  bias = random_values(3, s.dim),
+                                  dout = random_values(4, s.elements()),
                                   init = random_values(5, s.batch * s.dim * (width - 1));
         std::vector<int32_t> seq_idx(s.batch * s.seqlen);
         for (int64_t i = 0; i < static_cast<int64_t>(seq_idx.size()); ++i)
@@ -124,14 +132,17 @@ TEST(ParallelReference, SameBitsForAnyThreadCount) {
         p.weight = w.data();
         p.bias = bias.data();
         p.silu = true;
-        if (seq) p.seq_idx = seq_idx.data();
-        else p.initial_states = init.data();
+        if (seq)
+          p.seq_idx = seq_idx.data();
+        else
+          p.initial_states = init.data();
 
         set_host_threads(1);
         const RefRun one = run_reference(p, dout);
         for (int threads : {2, 7}) {
           set_host_threads(threads);
-          SCOPED_TRACE(std::string(layout_name(layout)) + " W=" + std::to_string(width) + (seq ? " seq_idx" : " init"));
+          SCOPED_TRACE(std::string(layout_name(layout)) + " W=" + std::to_string(width) +
+                       (seq ? " seq_idx" : " init"));
           expect_same_bits(one, run_reference(p, dout), threads);
         }
       }
@@ -140,7 +151,8 @@ TEST(ParallelReference, SameBitsForAnyThreadCount) {
 // dweight_sq and dbias_sq: the sums of the squared terms, written out directly here.
 TEST(ParallelReference, SquaredTermsOfTheSums) {
   const ConvShape s{2, 3, 9, 3};
-  const std::vector<double> x = random_values(7, s.elements()), w = random_values(8, s.dim * s.width),
+  const std::vector<double> x = random_values(7, s.elements()),
+                            w = random_values(8, s.dim * s.width),
                             dout = random_values(9, s.elements());
   RefProblem p;
   p.shape = s;
@@ -161,7 +173,8 @@ TEST(ParallelReference, SquaredTermsOfTheSums) {
         }
       }
     EXPECT_NEAR(r.dbias_sq[d], db2, 1e-12 * db2) << "channel " << d;
-    for (int k = 0; k < s.width; ++k) EXPECT_NEAR(r.dweight_sq[d * s.width + k], dw2[k], 1e-12 * dw2[k]);
+    for (int k = 0; k < s.width; ++k)
+      EXPECT_NEAR(r.dweight_sq[d * s.width + k], dw2[k], 1e-12 * dw2[k]);
   }
 }
 
@@ -193,7 +206,8 @@ TEST(ParallelVerify, SameReportForAnyThreadCount) {
   const size_t n = 5 * (size_t(1) << 16) + 7;
   std::vector<double> want = random_values(11, static_cast<int64_t>(n)), got = want;
   // Mismatches spread over the blocks, a NaN among them; the report lists the first in index order.
-  for (size_t i : {size_t(3), size_t(70000), size_t(70001), size_t(200000), size_t(n - 1)}) got[i] += 1.0;
+  for (size_t i : {size_t(3), size_t(70000), size_t(70001), size_t(200000), size_t(n - 1)})
+    got[i] += 1.0;
   got[150000] = NAN;
   VerifyReport base;
   for (int threads : kThreadCounts) {

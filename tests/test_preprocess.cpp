@@ -14,7 +14,8 @@ namespace {
 
 std::vector<float> iota_values(size_t n) {
   std::vector<float> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = static_cast<float>(i) + 1.0f;  // no zeros: padding must be visible
+  for (size_t i = 0; i < n; ++i)
+    v[i] = static_cast<float>(i) + 1.0f;  // no zeros: padding must be visible
   return v;
 }
 
@@ -93,7 +94,8 @@ TEST(Preprocess, GemmFormulationEqualsReference) {
     std::vector<double> x(B * D * L), w(D * W), out(x.size());
     for (double& v : x) v = rng.uniform(-1, 1);
     for (double& v : w) v = rng.uniform(-1, 1);
-    std::vector<double> xt(x.size()), xp(B * (L + W - 1) * D), a(B * L * W * D), bw(W * D * D), c(B * L * D), got(x.size());
+    std::vector<double> xt(x.size()), xp(B * (L + W - 1) * D), a(B * L * W * D), bw(W * D * D),
+        c(B * L * D), got(x.size());
     transpose_batched(x.data(), xt.data(), B, D, L);
     pad_time(xt.data(), xp.data(), B, L, D, W);
     img2col(xp.data(), a.data(), B, L, D, W);
@@ -111,6 +113,7 @@ TEST(Preprocess, GemmFormulationEqualsReference) {
     p.x = x.data();
     p.weight = w.data();
     reference_forward(p, out.data());
-    for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(got[i], out[i], 1e-12) << "trial " << trial << " i " << i;
+    for (size_t i = 0; i < out.size(); ++i)
+      ASSERT_NEAR(got[i], out[i], 1e-12) << "trial " << trial << " i " << i;
   }
 }

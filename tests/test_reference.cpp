@@ -105,8 +105,8 @@ std::vector<int32_t> random_seq_idx(TestRng& r, const ConvShape& s) {
   return seq;
 }
 
-Problem random_problem(TestRng& r, const ConvShape& s, Layout layout, bool bias, bool init, bool silu,
-                       bool seq) {
+Problem random_problem(TestRng& r, const ConvShape& s, Layout layout, bool bias, bool init,
+                       bool silu, bool seq) {
   Problem p;
   p.shape = s;
   p.layout = layout;
@@ -158,11 +158,13 @@ void expect_close(const std::vector<double>& got, const std::vector<double>& wan
   int reported = 0;
   for (size_t i = 0; i < got.size(); ++i) {
     const bool ok = std::fabs(got[i] - want[i]) <= atol + rtol * std::fabs(want[i]);
-    if (!ok && reported++ < 5) ADD_FAILURE() << what << "[" << i << "]: got " << got[i] << ", want " << want[i];
+    if (!ok && reported++ < 5)
+      ADD_FAILURE() << what << "[" << i << "]: got " << got[i] << ", want " << want[i];
   }
 }
 
-void expect_exact(const std::vector<double>& got, const std::vector<double>& want, const std::string& what) {
+void expect_exact(const std::vector<double>& got, const std::vector<double>& want,
+                  const std::string& what) {
   expect_close(got, want, 0.0, 0.0, what);
 }
 
@@ -170,8 +172,8 @@ std::string describe(const Problem& p) {
   return "B=" + std::to_string(p.shape.batch) + " D=" + std::to_string(p.shape.dim) +
          " L=" + std::to_string(p.shape.seqlen) + " W=" + std::to_string(p.shape.width) +
          (p.layout == Layout::channel_first ? " channel_first" : " channel_last") +
-         (p.bias.empty() ? "" : " bias") + (p.init.empty() ? "" : " init") + (p.seq.empty() ? "" : " seq_idx") +
-         (p.silu ? " silu" : "");
+         (p.bias.empty() ? "" : " bias") + (p.init.empty() ? "" : " init") +
+         (p.seq.empty() ? "" : " seq_idx") + (p.silu ? " silu" : "");
 }
 
 // A one-channel, one-batch problem from literals.
@@ -236,8 +238,8 @@ TEST(ReferenceForwardHand, Bias) {
 TEST(ReferenceForwardHand, SiluOfHandValues) {
   Problem p = tiny({1, 0, -1}, {1, 1});  // z = 1, 1, -1
   p.silu = true;
-  expect_close(forward(p).out, {0.7310585786300049, 0.7310585786300049, -0.2689414213699951}, 1e-15, 0,
-               "out");
+  expect_close(forward(p).out, {0.7310585786300049, 0.7310585786300049, -0.2689414213699951}, 1e-15,
+               0, "out");
 }
 
 TEST(ReferenceForwardHand, TwoChannelsTwoBatchesBothLayouts) {
@@ -258,7 +260,8 @@ TEST(ReferenceForwardHand, TwoChannelsTwoBatchesBothLayouts) {
   Problem q = p;
   q.layout = Layout::channel_last;
   q.x = {1, 4, 2, 5, 3, 6, -1, 2, 0, 2, 1, 2};
-  expect_exact(forward(q).out, {10.5, -4, 21.5, 3, 32.5, 4, -9.5, -2, -0.5, 2, 10.5, 2}, "channel_last out");
+  expect_exact(forward(q).out, {10.5, -4, 21.5, 3, 32.5, 4, -9.5, -2, -0.5, 2, 10.5, 2},
+               "channel_last out");
 }
 
 TEST(ReferenceForwardHand, InitialStatesAndFinalStates) {
@@ -405,7 +408,8 @@ GemmForward gemm_forward(const Problem& p) {
     for (int64_t c = 0; c < D; ++c) {
       for (int64_t j = 0; j < W - 1; ++j)
         padded[(b * P + j) * D + c] = p.init.empty() ? 0.0 : p.init[(b * D + c) * (W - 1) + j];
-      for (int64_t t = 0; t < L; ++t) padded[(b * P + t + W - 1) * D + c] = p.x[idx(p.layout, p.shape, b, c, t)];
+      for (int64_t t = 0; t < L; ++t)
+        padded[(b * P + t + W - 1) * D + c] = p.x[idx(p.layout, p.shape, b, c, t)];
     }
 
   // img2col: A[b][t][k*D + c] = padded[b][t + k][c].
@@ -413,7 +417,8 @@ GemmForward gemm_forward(const Problem& p) {
   for (int64_t b = 0; b < B; ++b)
     for (int64_t t = 0; t < L; ++t)
       for (int64_t k = 0; k < W; ++k)
-        for (int64_t c = 0; c < D; ++c) A[(b * L + t) * K + k * D + c] = padded[(b * P + t + k) * D + c];
+        for (int64_t c = 0; c < D; ++c)
+          A[(b * L + t) * K + k * D + c] = padded[(b * P + t + k) * D + c];
 
   // Dense block-diagonal weights: Bw[k*D + ci][co] = ci == co ? w[ci, k] : 0.
   std::vector<double> Bw(static_cast<size_t>(K * D), 0.0);
@@ -435,7 +440,8 @@ GemmForward gemm_forward(const Problem& p) {
   r.final_states.assign(static_cast<size_t>(B * D * (W - 1)), 0.0);
   for (int64_t b = 0; b < B; ++b)
     for (int64_t c = 0; c < D; ++c)
-      for (int64_t j = 0; j < W - 1; ++j) r.final_states[(b * D + c) * (W - 1) + j] = padded[(b * P + L + j) * D + c];
+      for (int64_t j = 0; j < W - 1; ++j)
+        r.final_states[(b * D + c) * (W - 1) + j] = padded[(b * P + L + j) * D + c];
   return r;
 }
 
@@ -449,13 +455,15 @@ void check_against_gemm(const Problem& p) {
 
 TEST(ReferenceForward, MatchesGemmFormulationOnFixedShapes) {
   TestRng r(12345);
-  const int64_t shapes[][3] = {{1, 1, 1}, {1, 3, 2}, {2, 5, 3}, {1, 7, 13}, {3, 4, 1}, {2, 9, 37}, {1, 1, 64}};
+  const int64_t shapes[][3] = {{1, 1, 1}, {1, 3, 2},  {2, 5, 3}, {1, 7, 13},
+                               {3, 4, 1}, {2, 9, 37}, {1, 1, 64}};
   for (const auto& s : shapes)
     for (int W = 1; W <= 5; ++W)
       for (Layout layout : {Layout::channel_first, Layout::channel_last})
         for (int flags = 0; flags < 8; ++flags) {
           const bool bias = flags & 1, silu = flags & 2, init = flags & 4;
-          check_against_gemm(random_problem(r, make_shape(s[0], s[1], s[2], W), layout, bias, init, silu, false));
+          check_against_gemm(
+              random_problem(r, make_shape(s[0], s[1], s[2], W), layout, bias, init, silu, false));
         }
 }
 
@@ -467,7 +475,8 @@ TEST(ReferenceForward, MatchesGemmFormulationOnRandomShapes) {
     const int64_t L = r.range(0, 1) ? r.range(1, W - 1) : r.range(1, 40);
     const ConvShape s = make_shape(r.range(1, 3), 2 * r.range(0, 5) + 1, L, W);  // odd D
     const Layout layout = r.range(0, 1) ? Layout::channel_last : Layout::channel_first;
-    check_against_gemm(random_problem(r, s, layout, r.range(0, 1), r.range(0, 1), r.range(0, 1), false));
+    check_against_gemm(
+        random_problem(r, s, layout, r.range(0, 1), r.range(0, 1), r.range(0, 1), false));
   }
 }
 
@@ -497,7 +506,8 @@ TEST(ReferenceSeqIdx, PackedEqualsSeparateSequences) {
     const ForwardResult packed = forward(p);
     const Grads gp = backward(p, dout);
 
-    std::vector<double> dweight_sum(p.weight.size(), 0.0), dbias_sum(static_cast<size_t>(s.dim), 0.0);
+    std::vector<double> dweight_sum(p.weight.size(), 0.0),
+        dbias_sum(static_cast<size_t>(s.dim), 0.0);
     for (int64_t b = 0; b < s.batch; ++b) {
       int64_t start = 0;
       while (start < s.seqlen) {
@@ -524,7 +534,8 @@ TEST(ReferenceSeqIdx, PackedEqualsSeparateSequences) {
             const size_t j = static_cast<size_t>(d * (end - start) + (t - start));
             const double want_out = id < 0 ? 0.0 : alone.out[j];
             const double want_dx = id < 0 ? 0.0 : ga.dx[j];
-            EXPECT_NEAR(packed.out[i], want_out, 1e-14) << "out b=" << b << " d=" << d << " t=" << t;
+            EXPECT_NEAR(packed.out[i], want_out, 1e-14)
+                << "out b=" << b << " d=" << d << " t=" << t;
             EXPECT_NEAR(gp.dx[i], want_dx, 1e-14) << "dx b=" << b << " d=" << d << " t=" << t;
           }
         if (id >= 0) {
@@ -587,8 +598,8 @@ TEST(ReferenceBackward, MatchesFiniteDifferences) {
         for (bool silu : {false, true})
           for (int mode = 0; mode < 3; ++mode) {  // 0: plain, 1: initial states, 2: seq_idx
             // Inputs in [-3, 3] so that SiLU is far from linear.
-            Problem p = random_problem(r, make_shape(s[0], s[1], s[2], W), layout, true, mode == 1, silu,
-                                       mode == 2);
+            Problem p = random_problem(r, make_shape(s[0], s[1], s[2], W), layout, true, mode == 1,
+                                       silu, mode == 2);
             for (double& v : p.x) v *= 3.0;
             check_backward_fd(p, r);
           }
@@ -598,8 +609,9 @@ TEST(ReferenceBackward, FiniteDifferencesAtPaddingWithSilu) {
   // Padding at the start, in the middle and at the end of a packed row, with a bias that would
   // make silu(bias) non-zero if padding were not exact.
   TestRng r(5);
-  Problem p = random_problem(r, make_shape(2, 3, 9, 4), Layout::channel_last, true, false, true, false);
-  p.seq = {-1, -1, 0, 0, 0, -1, 1, 1, -1,  /* b1 */ 3, 3, 3, -2, 4, 4, 4, 4, -1};
+  Problem p =
+      random_problem(r, make_shape(2, 3, 9, 4), Layout::channel_last, true, false, true, false);
+  p.seq = {-1, -1, 0, 0, 0, -1, 1, 1, -1, /* b1 */ 3, 3, 3, -2, 4, 4, 4, 4, -1};
   check_backward_fd(p, r);
 }
 
@@ -607,7 +619,8 @@ TEST(ReferenceBackward, StatesGradientWithoutStatesEqualsZeroStates) {
   // dinitial_states without initial states is the gradient at the implicit zeros.
   TestRng r(31);
   for (bool silu : {false, true}) {
-    Problem p = random_problem(r, make_shape(2, 3, 5, 4), Layout::channel_first, true, false, silu, false);
+    Problem p =
+        random_problem(r, make_shape(2, 3, 5, 4), Layout::channel_first, true, false, silu, false);
     const std::vector<double> dout = random_vec(r, p.shape.elements());
     const Grads without = backward(p, dout);
     p.init.assign(static_cast<size_t>(p.states()), 0.0);
@@ -620,7 +633,8 @@ TEST(ReferenceBackward, StatesGradientWithoutStatesEqualsZeroStates) {
 
 TEST(ReferenceBackward, OutputsAreOverwrittenAndOptional) {
   TestRng r(8);
-  const Problem p = random_problem(r, make_shape(2, 3, 6, 3), Layout::channel_last, true, true, true, false);
+  const Problem p =
+      random_problem(r, make_shape(2, 3, 6, 3), Layout::channel_last, true, true, true, false);
   const std::vector<double> dout = random_vec(r, p.shape.elements());
   const Grads want = backward(p, dout);  // into NaN-filled buffers
 
@@ -663,10 +677,11 @@ TEST(ReferenceBackward, OutputsAreOverwrittenAndOptional) {
 TEST(ReferenceLayout, ChannelLastIsChannelFirstTransposed) {
   TestRng r(2024);
   for (int iter = 0; iter < 40; ++iter) {
-    const ConvShape s = make_shape(r.range(1, 3), r.range(1, 6), r.range(1, 20), static_cast<int>(r.range(1, 4)));
+    const ConvShape s =
+        make_shape(r.range(1, 3), r.range(1, 6), r.range(1, 20), static_cast<int>(r.range(1, 4)));
     const int mode = static_cast<int>(r.range(0, 2));  // 0: plain, 1: initial states, 2: seq_idx
-    const Problem cf =
-        random_problem(r, s, Layout::channel_first, r.range(0, 1), mode == 1, r.range(0, 1), mode == 2);
+    const Problem cf = random_problem(r, s, Layout::channel_first, r.range(0, 1), mode == 1,
+                                      r.range(0, 1), mode == 2);
     SCOPED_TRACE(describe(cf));
     const std::vector<double> dout_cf = random_vec(r, s.elements());
 
@@ -676,7 +691,8 @@ TEST(ReferenceLayout, ChannelLastIsChannelFirstTransposed) {
     for (int64_t b = 0; b < s.batch; ++b)
       for (int64_t d = 0; d < s.dim; ++d)
         for (int64_t t = 0; t < s.seqlen; ++t) {
-          const int64_t i = idx(Layout::channel_first, s, b, d, t), j = idx(Layout::channel_last, s, b, d, t);
+          const int64_t i = idx(Layout::channel_first, s, b, d, t),
+                        j = idx(Layout::channel_last, s, b, d, t);
           cl.x[j] = cf.x[i];
           dout_cl[j] = dout_cf[i];
         }
@@ -687,7 +703,8 @@ TEST(ReferenceLayout, ChannelLastIsChannelFirstTransposed) {
     for (int64_t b = 0; b < s.batch; ++b)
       for (int64_t d = 0; d < s.dim; ++d)
         for (int64_t t = 0; t < s.seqlen; ++t) {
-          const int64_t i = idx(Layout::channel_first, s, b, d, t), j = idx(Layout::channel_last, s, b, d, t);
+          const int64_t i = idx(Layout::channel_first, s, b, d, t),
+                        j = idx(Layout::channel_last, s, b, d, t);
           out_t[i] = f_cl.out[j];
           dx_t[i] = g_cl.dx[j];
         }
@@ -722,11 +739,13 @@ TEST(ReferenceErrors, SeqIdxWithInitialStates) {
   RefGrads g;
   g.dx = dx.data();
   const std::string want = "seq_idx and initial_states cannot be combined";
-  EXPECT_NE(invalid_argument_message([&] { conv1d::reference_forward(p.view(), out.data()); }).find(want),
-            std::string::npos);
   EXPECT_NE(
-      invalid_argument_message([&] { conv1d::reference_backward(p.view(), dout.data(), g); }).find(want),
+      invalid_argument_message([&] { conv1d::reference_forward(p.view(), out.data()); }).find(want),
       std::string::npos);
+  EXPECT_NE(invalid_argument_message([&] {
+              conv1d::reference_backward(p.view(), dout.data(), g);
+            }).find(want),
+            std::string::npos);
 }
 
 TEST(ReferenceErrors, BadSizesAndNullPointers) {
@@ -750,14 +769,22 @@ TEST(ReferenceErrors, BadSizesAndNullPointers) {
   for (const auto& br : breakages) {
     RefProblem p = good.view();
     br.second(p);
-    const std::string fwd = invalid_argument_message([&] { conv1d::reference_forward(p, out.data()); });
-    const std::string bwd = invalid_argument_message([&] { conv1d::reference_backward(p, dout.data(), g); });
-    EXPECT_NE(fwd.find(br.first), std::string::npos) << "message '" << fwd << "' should name " << br.first;
-    EXPECT_NE(bwd.find(br.first), std::string::npos) << "message '" << bwd << "' should name " << br.first;
+    const std::string fwd =
+        invalid_argument_message([&] { conv1d::reference_forward(p, out.data()); });
+    const std::string bwd =
+        invalid_argument_message([&] { conv1d::reference_backward(p, dout.data(), g); });
+    EXPECT_NE(fwd.find(br.first), std::string::npos)
+        << "message '" << fwd << "' should name " << br.first;
+    EXPECT_NE(bwd.find(br.first), std::string::npos)
+        << "message '" << bwd << "' should name " << br.first;
   }
-  EXPECT_NE(invalid_argument_message([&] { conv1d::reference_forward(good.view(), nullptr); }).find("out"),
+  EXPECT_NE(invalid_argument_message([&] {
+              conv1d::reference_forward(good.view(), nullptr);
+            }).find("out"),
             std::string::npos);
-  EXPECT_NE(invalid_argument_message([&] { conv1d::reference_backward(good.view(), nullptr, g); }).find("dout"),
+  EXPECT_NE(invalid_argument_message([&] {
+              conv1d::reference_backward(good.view(), nullptr, g);
+            }).find("dout"),
             std::string::npos);
 }
 

@@ -72,8 +72,10 @@ TEST(Layout, OffsetDoesNotOverflow32Bits) {
   s.batch = 4;
   s.dim = 1 << 16;
   s.seqlen = 1 << 16;
-  EXPECT_EQ(offset(Layout::channel_first, s, 3, (1 << 16) - 1, (1 << 16) - 1), (int64_t(1) << 34) - 1);
-  EXPECT_EQ(offset(Layout::channel_last, s, 3, (1 << 16) - 1, (1 << 16) - 1), (int64_t(1) << 34) - 1);
+  EXPECT_EQ(offset(Layout::channel_first, s, 3, (1 << 16) - 1, (1 << 16) - 1),
+            (int64_t(1) << 34) - 1);
+  EXPECT_EQ(offset(Layout::channel_last, s, 3, (1 << 16) - 1, (1 << 16) - 1),
+            (int64_t(1) << 34) - 1);
 }
 
 TEST(HostArray, SizesAndZeroInit) {
@@ -132,7 +134,7 @@ TEST(HostArray, StoresTheDeviceBitPatterns) {
 
   HostArray b(Dtype::bf16, 3);
   b.set(0, 1.0);
-  b.set(1, 1e6);  // finite in bf16
+  b.set(1, 1e6);                                               // finite in bf16
   b.set(2, 1.0 + std::ldexp(1.0, -8) + std::ldexp(1.0, -40));  // one rounding from double: up
   EXPECT_EQ(raw16(b, 0), 0x3F80);
   EXPECT_EQ(b.get(1), round_to_dtype(1e6, Dtype::bf16));
@@ -157,9 +159,11 @@ TEST(HostArray, FillNanPoisonsEveryElement) {
       HostArray a(t, n);
       fill_uniform(a, 1);
       a.fill_nan();
-      for (size_t i = 0; i < n; ++i) EXPECT_TRUE(std::isnan(a.get(i))) << dtype_name(t) << " [" << i << "]";
+      for (size_t i = 0; i < n; ++i)
+        EXPECT_TRUE(std::isnan(a.get(i))) << dtype_name(t) << " [" << i << "]";
       const unsigned char* p = static_cast<const unsigned char*>(a.data());
-      for (size_t i = 0; i < a.bytes(); ++i) ASSERT_EQ(p[i], 0xFF) << "all-ones bytes, like the device poison";
+      for (size_t i = 0; i < a.bytes(); ++i)
+        ASSERT_EQ(p[i], 0xFF) << "all-ones bytes, like the device poison";
     }
   }
 }
@@ -179,7 +183,8 @@ TEST(FillUniform, DeterministicPerSeed) {
   HostArray f(Dtype::fp32, 4);
   fill_uniform(f, 9, -2.0, 5.0);
   Rng r(9);
-  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(f.get(i), round_to_dtype(r.uniform(-2.0, 5.0), Dtype::fp32));
+  for (size_t i = 0; i < 4; ++i)
+    EXPECT_EQ(f.get(i), round_to_dtype(r.uniform(-2.0, 5.0), Dtype::fp32));
 }
 
 TEST(FillUniform, RangeAndSpread) {
@@ -234,7 +239,8 @@ TEST(Rng, UniformBoundsAndHistogram) {
   EXPECT_EQ(r.uniform(1.5, 1.5), 1.5);
   // Even where lo + (hi - lo) * u would round up to hi, the result stays below hi.
   Rng s(1);
-  for (int i = 0; i < 1000; ++i) ASSERT_LT(s.uniform(1.0, std::nextafter(1.0, 2.0)), std::nextafter(1.0, 2.0));
+  for (int i = 0; i < 1000; ++i)
+    ASSERT_LT(s.uniform(1.0, std::nextafter(1.0, 2.0)), std::nextafter(1.0, 2.0));
 }
 
 TEST(Rng, RangeInclusiveAndUnbiased) {
@@ -250,14 +256,19 @@ TEST(Rng, RangeInclusiveAndUnbiased) {
   for (int c : count) EXPECT_NEAR(c, n / 7, 500);  // both ends are reached, about equally often
   EXPECT_EQ(r.range(5, 5), 5);
   for (int i = 0; i < 100; ++i) {
-    const int64_t v = r.range(std::numeric_limits<int64_t>::max() - 1, std::numeric_limits<int64_t>::max());
+    const int64_t v =
+        r.range(std::numeric_limits<int64_t>::max() - 1, std::numeric_limits<int64_t>::max());
     EXPECT_GE(v, std::numeric_limits<int64_t>::max() - 1);
   }
   // The full 64-bit range (its count wraps to 0) and a range wider than half of it.
   std::set<int64_t> signs;
-  for (int i = 0; i < 100; ++i) signs.insert(r.range(std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()) < 0);
+  for (int i = 0; i < 100; ++i)
+    signs.insert(r.range(std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()) <
+                 0);
   EXPECT_EQ(signs.size(), 2u);
-  for (int i = 0; i < 100; ++i) EXPECT_LE(r.range(-1, std::numeric_limits<int64_t>::max()), std::numeric_limits<int64_t>::max());
+  for (int i = 0; i < 100; ++i)
+    EXPECT_LE(r.range(-1, std::numeric_limits<int64_t>::max()),
+              std::numeric_limits<int64_t>::max());
   EXPECT_THROW(r.range(2, 1), std::invalid_argument);
 }
 

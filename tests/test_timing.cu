@@ -29,10 +29,11 @@ void slow_launch(cudaStream_t s, int host_ms) {
   launch_nothing(s);
 }
 
-#define SKIP_WITHOUT_GATE()                                                                 \
-  do {                                                                                      \
-    CONV1D_REQUIRE_GPU_OR_SKIP();                                                           \
-    if (!StreamGate::enabled()) GTEST_SKIP() << "stream gate off (Debug build or CONV1D_STREAM_GATE=0)"; \
+#define SKIP_WITHOUT_GATE()                                                    \
+  do {                                                                         \
+    CONV1D_REQUIRE_GPU_OR_SKIP();                                              \
+    if (!StreamGate::enabled())                                                \
+      GTEST_SKIP() << "stream gate off (Debug build or CONV1D_STREAM_GATE=0)"; \
   } while (0)
 
 }  // namespace
@@ -46,7 +47,8 @@ TEST(StreamGate, EventsTimeTheKernelNotASlowLaunch) {
   slow_launch(0, kHostMs);
   plain.stop();
   const double ungated = plain.elapsed_ms();
-  EXPECT_GT(ungated, 0.8 * kHostMs) << "without the gate the events should include the host's delay";
+  EXPECT_GT(ungated, 0.8 * kHostMs)
+      << "without the gate the events should include the host's delay";
 
   StreamGate gate;
   EventPair gated_ev;
@@ -58,7 +60,8 @@ TEST(StreamGate, EventsTimeTheKernelNotASlowLaunch) {
     gated_ev.stop();
   }  // released here
   const double gated = gated_ev.elapsed_ms();
-  EXPECT_LT(gated, 1.0) << "an empty kernel, gated: " << gated << " ms (ungated " << ungated << " ms)";
+  EXPECT_LT(gated, 1.0) << "an empty kernel, gated: " << gated << " ms (ungated " << ungated
+                        << " ms)";
   EXPECT_EQ(gate.timeouts(), 0);
 }
 
@@ -83,7 +86,8 @@ TEST(StreamGate, PhaseRecorderKernelRecordsAreGated) {
   rec.kernel("slow launch, not gated", [] { slow_launch(0, 20); });
   rec.end_iteration();
   ASSERT_EQ(rec.records().size(), 3u);
-  EXPECT_GT(rec.records()[2].duration_ns(), 15000000) << "iteration 0 should time the launch as well";
+  EXPECT_GT(rec.records()[2].duration_ns(), 15000000)
+      << "iteration 0 should time the launch as well";
 }
 
 TEST(StreamGate, TimeoutLetsGoWithoutRelease) {
@@ -95,9 +99,7 @@ TEST(StreamGate, TimeoutLetsGoWithoutRelease) {
     GPU_CHECK(cudaStreamSynchronize(0));  // returns: the kernel gave up waiting
   }
   EXPECT_EQ(gate.timeouts(), 1);
-  {
-    StreamGate::Hold h = gate.hold(0);
-  }  // released at once
+  { StreamGate::Hold h = gate.hold(0); }  // released at once
   GPU_CHECK(cudaDeviceSynchronize());
   EXPECT_EQ(gate.timeouts(), 1) << "a released hold is not a timeout";
 }

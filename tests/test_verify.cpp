@@ -20,11 +20,11 @@ TEST(Verify, NanAndInfNeverPass) {
 
 TEST(Verify, ToleranceEdges) {
   const Tolerance tol{0.5, 0.25};  // binary fractions: the edge is exact
-  EXPECT_TRUE(within_tolerance(2.0 + 0.5 + 0.25 * 2.0, 2.0, tol));    // exactly on the edge passes
+  EXPECT_TRUE(within_tolerance(2.0 + 0.5 + 0.25 * 2.0, 2.0, tol));  // exactly on the edge passes
   EXPECT_FALSE(within_tolerance(2.0 + 0.5 + 0.25 * 2.0 + 1e-9, 2.0, tol));
-  EXPECT_TRUE(within_tolerance(-0.5, 0.0, tol));                       // atol alone at zero
+  EXPECT_TRUE(within_tolerance(-0.5, 0.0, tol));  // atol alone at zero
   EXPECT_FALSE(within_tolerance(-0.5000001, 0.0, tol));
-  EXPECT_TRUE(within_tolerance(-10.0 - 0.5 - 2.5, -10.0, tol));        // rtol scales with |want|
+  EXPECT_TRUE(within_tolerance(-10.0 - 0.5 - 2.5, -10.0, tol));  // rtol scales with |want|
 }
 
 TEST(Verify, UnwrittenElementIsFoundWithItsIndex) {
@@ -50,7 +50,8 @@ TEST(Verify, UnwrittenElementIsFoundWithItsIndex) {
 TEST(Verify, AllPoisonFailsEveryElement) {
   HostArray got(Dtype::fp16, 10);
   got.fill_nan();
-  const VerifyReport r = verify("out", got, std::vector<double>(10, 0.0), default_tolerance(Dtype::fp16));
+  const VerifyReport r =
+      verify("out", got, std::vector<double>(10, 0.0), default_tolerance(Dtype::fp16));
   EXPECT_EQ(r.bad, 10u);
   EXPECT_EQ(r.first_bad.size(), 5u);  // only the first few are kept
   EXPECT_NE(r.details().find("and 5 more"), std::string::npos);

@@ -21,7 +21,9 @@ namespace conv1d::ch01 {
 struct GemmSizes {
   int64_t a, bw, c;  // A [B,L,W*D], Bw [W*D,D], C [B,L,D]
   explicit GemmSizes(const Options& o)
-      : a(o.batch * o.seqlen * o.width * o.dim), bw(int64_t(o.width) * o.dim * o.dim), c(o.batch * o.seqlen * o.dim) {}
+      : a(o.batch * o.seqlen * o.width * o.dim),
+        bw(int64_t(o.width) * o.dim * o.dim),
+        c(o.batch * o.seqlen * o.dim) {}
 };
 
 inline MemoryNeed memory_need(const Options& o) {
@@ -29,7 +31,8 @@ inline MemoryNeed memory_need(const Options& o) {
   const int64_t e = dtype_bytes(o.dtype);
   MemoryNeed m;
   m.device_bytes = (s.a + s.bw + s.c) * e;
-  m.host_bytes = (2 * o.batch * (o.seqlen + o.width) * o.dim + s.a + s.bw + s.c) * e;  // xt, xp, A, Bw, C
+  m.host_bytes =
+      (2 * o.batch * (o.seqlen + o.width) * o.dim + s.a + s.bw + s.c) * e;  // xt, xp, A, Bw, C
   return m;
 }
 
@@ -37,7 +40,8 @@ inline KernelModel gemm_model(const Options& o) {
   const GemmSizes s(o);
   // Every multiply-add of the dense GEMM counts, including the ones with Bw's zeros: that is the
   // work this formulation asks the GPU for. Bytes: A and Bw read once, C written once.
-  return {"naive_gemm", 2.0 * s.c * (o.width * double(o.dim)), double(s.a + s.bw + s.c) * dtype_bytes(o.dtype)};
+  return {"naive_gemm", 2.0 * s.c * (o.width * double(o.dim)),
+          double(s.a + s.bw + s.c) * dtype_bytes(o.dtype)};
 }
 
 // [docs:ch01_pipeline]
@@ -71,13 +75,18 @@ void run_pipeline(const FwdProblem& p, RunContext& ctx, HostArray& out) {
   rec.alloc("cudaMalloc A", [&] { d_a = DeviceBuffer(n.a * sizeof(T)); });
   rec.alloc("cudaMalloc Bw", [&] { d_bw = DeviceBuffer(n.bw * sizeof(T)); });
   rec.alloc("cudaMalloc C", [&] { d_c = DeviceBuffer(n.c * sizeof(T)); });
-  rec.h2d("copy A to device", [&] { GPU_CHECK(cudaMemcpy(d_a.get(), a.data(), n.a * sizeof(T), cudaMemcpyHostToDevice)); });
-  rec.h2d("copy Bw to device", [&] { GPU_CHECK(cudaMemcpy(d_bw.get(), bw.data(), n.bw * sizeof(T), cudaMemcpyHostToDevice)); });
+  rec.h2d("copy A to device", [&] {
+    GPU_CHECK(cudaMemcpy(d_a.get(), a.data(), n.a * sizeof(T), cudaMemcpyHostToDevice));
+  });
+  rec.h2d("copy Bw to device", [&] {
+    GPU_CHECK(cudaMemcpy(d_bw.get(), bw.data(), n.bw * sizeof(T), cudaMemcpyHostToDevice));
+  });
   if (ctx.poison_outputs) d_c.poison();  // verification runs only: an unwritten C element stays NaN
 
   for (int64_t b = 0; b < B; ++b)  // one launch per batch, as in the seed notes
     rec.kernel("naive_gemm", [&] {
-      launch_naive_gemm(d_a.get<DevT>() + b * L * W * D, d_bw.get<DevT>(), d_c.get<DevT>() + b * L * D, L, D, W * D);
+      launch_naive_gemm(d_a.get<DevT>() + b * L * W * D, d_bw.get<DevT>(),
+                        d_c.get<DevT>() + b * L * D, L, D, W * D);
     });
 
   // The host buffer is touched before the copy, so "copy C to host" measures the copy and not the
@@ -86,13 +95,16 @@ void run_pipeline(const FwdProblem& p, RunContext& ctx, HostArray& out) {
   // Wait for the GEMMs outside any record: their time is in their own records already, and a copy
   // that started by waiting for them would count it a second time (as chapter 02 does it).
   GPU_CHECK(cudaDeviceSynchronize());
-  rec.d2h("copy C to host", [&] { GPU_CHECK(cudaMemcpy(c.data(), d_c.get(), n.c * sizeof(T), cudaMemcpyDeviceToHost)); });
+  rec.d2h("copy C to host", [&] {
+    GPU_CHECK(cudaMemcpy(c.data(), d_c.get(), n.c * sizeof(T), cudaMemcpyDeviceToHost));
+  });
   rec.free("cudaFree A, Bw, C", [&] {
     d_a.reset();
     d_bw.reset();
     d_c.reset();
   });
-  rec.host("transpose C to [B,D,L]", [&] { transpose_batched(c.data(), static_cast<T*>(out.data()), B, L, D); });
+  rec.host("transpose C to [B,D,L]",
+           [&] { transpose_batched(c.data(), static_cast<T*>(out.data()), B, L, D); });
 }
 // [/docs:ch01_pipeline]
 
@@ -108,7 +120,8 @@ inline FwdChapter chapter() {
     v.name = "naive";
     v.kernels = {gemm_model(o)};
     v.run = [](const FwdProblem& p, RunContext& ctx, HostArray& out) {
-      dispatch_storage(p.opt.dtype, [&](auto tag) { run_pipeline<typename decltype(tag)::type>(p, ctx, out); });
+      dispatch_storage(p.opt.dtype,
+                       [&](auto tag) { run_pipeline<typename decltype(tag)::type>(p, ctx, out); });
     };
     return std::vector<FwdVariant>{v};
   };

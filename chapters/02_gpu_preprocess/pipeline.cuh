@@ -36,12 +36,15 @@ void launch_per_batch(const FwdProblem& p, RunContext& ctx, DeviceBuffers& d) {
   const int W = p.shape.width;
   for (int64_t b = 0; b < B; ++b)  // one launch per batch, as in the seed notes
     ctx.rec.kernel("preprocess_input", [&] {
-      launch_preprocess_input(d.xt.get<DevT>() + b * L * D, d.a.get<DevT>() + b * L * W * D, 1, L, D, W);
+      launch_preprocess_input(d.xt.get<DevT>() + b * L * D, d.a.get<DevT>() + b * L * W * D, 1, L,
+                              D, W);
     });
-  ctx.rec.kernel("expand_weights", [&] { launch_expand_weights(d.weight.get<DevT>(), d.bw.get<DevT>(), D, W); });
+  ctx.rec.kernel("expand_weights",
+                 [&] { launch_expand_weights(d.weight.get<DevT>(), d.bw.get<DevT>(), D, W); });
   for (int64_t b = 0; b < B; ++b)
     ctx.rec.kernel("naive_gemm", [&] {
-      launch_naive_gemm(d.a.get<DevT>() + b * L * W * D, d.bw.get<DevT>(), d.c.get<DevT>() + b * L * D, L, D, W * D);
+      launch_naive_gemm(d.a.get<DevT>() + b * L * W * D, d.bw.get<DevT>(),
+                        d.c.get<DevT>() + b * L * D, L, D, W * D);
     });
 }
 // [/docs:ch02_launches]
@@ -55,7 +58,8 @@ inline MemoryNeed memory_need(const Options& o) {
   return m;
 }
 
-// Napkin byte counts (read + written, what the kernel must move at least) for the bandwidth figures.
+// Napkin byte counts (read + written, what the kernel must move at least) for the bandwidth
+// figures.
 inline KernelModel preprocess_input_model(const Options& o) {
   const double x = double(o.batch) * o.seqlen * o.dim;
   // xt read once (its W-fold re-reads come from the L2), A written once: W+1 times the input.
@@ -89,10 +93,13 @@ void upload(const FwdProblem& p, RunContext& ctx, DeviceBuffers& d) {
   rec.alloc("cudaMalloc Bw", [&] { d.bw = DeviceBuffer(n.bw * sizeof(T)); });
   rec.alloc("cudaMalloc C", [&] { d.c = DeviceBuffer(n.c * sizeof(T)); });
   // W times fewer bytes cross the bus than chapter 01's A, and Bw (W*D*D elements) not at all.
-  rec.h2d("copy xt to device",
-          [&] { GPU_CHECK(cudaMemcpy(d.xt.get(), xt.data(), d.xt.bytes(), cudaMemcpyHostToDevice)); });
-  rec.h2d("copy weight to device",
-          [&] { GPU_CHECK(cudaMemcpy(d.weight.get(), p.weight.data(), d.weight.bytes(), cudaMemcpyHostToDevice)); });
+  rec.h2d("copy xt to device", [&] {
+    GPU_CHECK(cudaMemcpy(d.xt.get(), xt.data(), d.xt.bytes(), cudaMemcpyHostToDevice));
+  });
+  rec.h2d("copy weight to device", [&] {
+    GPU_CHECK(
+        cudaMemcpy(d.weight.get(), p.weight.data(), d.weight.bytes(), cudaMemcpyHostToDevice));
+  });
   if (ctx.poison_outputs) {  // verification runs: whatever a kernel leaves unwritten stays NaN and fails
     d.a.poison();
     d.bw.poison();
@@ -110,9 +117,11 @@ void download(const FwdProblem& p, RunContext& ctx, DeviceBuffers& d, HostArray&
   // Wait for the kernels outside any record: their time is in their own records already, and a copy
   // that started by waiting for them would count it a second time.
   GPU_CHECK(cudaDeviceSynchronize());
-  rec.d2h("copy C to host", [&] { GPU_CHECK(cudaMemcpy(c.data(), d.c.get(), d.c.bytes(), cudaMemcpyDeviceToHost)); });
+  rec.d2h("copy C to host",
+          [&] { GPU_CHECK(cudaMemcpy(c.data(), d.c.get(), d.c.bytes(), cudaMemcpyDeviceToHost)); });
   rec.free("cudaFree xt, weight, A, Bw, C", [&] { d = DeviceBuffers{}; });
-  rec.host("transpose C to [B,D,L]", [&] { transpose_batched(c.data(), static_cast<T*>(out.data()), B, L, D); });
+  rec.host("transpose C to [B,D,L]",
+           [&] { transpose_batched(c.data(), static_cast<T*>(out.data()), B, L, D); });
 }
 
 // Upload, the chapter's kernel launches, download. `launches(d)` only enqueues work.
@@ -124,13 +133,14 @@ void run_pipeline(const FwdProblem& p, RunContext& ctx, HostArray& out, Launches
   download<T>(p, ctx, d, out);
 }
 
-// A variant of this pipeline: `launch(tag, p, ctx, d)` enqueues a chapter's kernels, with tag's ::type
-// the host storage type of the run (float or Half). Chapter 03 passes its own launches.
+// A variant of this pipeline: `launch(tag, p, ctx, d)` enqueues a chapter's kernels, with tag's
+// ::type the host storage type of the run (float or Half). Chapter 03 passes its own launches.
 template <class Launch>
 FwdVariant pipeline_variant(std::string name, std::vector<KernelModel> kernels, Launch launch) {
   auto run = [launch](const FwdProblem& p, RunContext& ctx, HostArray& out) {
     dispatch_storage(p.opt.dtype, [&](auto tag) {
-      run_pipeline<typename decltype(tag)::type>(p, ctx, out, [&](DeviceBuffers& d) { launch(tag, p, ctx, d); });
+      run_pipeline<typename decltype(tag)::type>(p, ctx, out,
+                                                 [&](DeviceBuffers& d) { launch(tag, p, ctx, d); });
     });
   };
   return FwdVariant{std::move(name), run, std::move(kernels)};
@@ -138,10 +148,13 @@ FwdVariant pipeline_variant(std::string name, std::vector<KernelModel> kernels, 
 
 inline FwdChapter chapter() {
   FwdChapter ch;
-  ch.spec = {"02", "gpu_preprocess", "host transpose, GPU pad + img2col and weight expansion; per-batch launches"};
+  ch.spec = {"02", "gpu_preprocess",
+             "host transpose, GPU pad + img2col and weight expansion; per-batch launches"};
   ch.memory = memory_need;
   ch.variants = [](const Options& o) {
-    auto launch = [](auto tag, auto&&... args) { launch_per_batch<typename decltype(tag)::type>(args...); };
+    auto launch = [](auto tag, auto&&... args) {
+      launch_per_batch<typename decltype(tag)::type>(args...);
+    };
     return std::vector<FwdVariant>{pipeline_variant("per_batch", kernel_models(o), launch)};
   };
   return ch;

@@ -21,8 +21,10 @@ void launch_preprocessing(const FwdProblem& p, RunContext& ctx, ch02::DeviceBuff
   const int64_t B = p.shape.batch, D = p.shape.dim, L = p.shape.seqlen;
   const int W = p.shape.width;
   // Grid z takes the batch (striding beyond 65535, though --batch stops there).
-  ctx.rec.kernel("preprocess_input", [&] { launch_preprocess_input(d.xt.get<DevT>(), d.a.get<DevT>(), B, L, D, W); });
-  ctx.rec.kernel("expand_weights", [&] { launch_expand_weights(d.weight.get<DevT>(), d.bw.get<DevT>(), D, W); });
+  ctx.rec.kernel("preprocess_input",
+                 [&] { launch_preprocess_input(d.xt.get<DevT>(), d.a.get<DevT>(), B, L, D, W); });
+  ctx.rec.kernel("expand_weights",
+                 [&] { launch_expand_weights(d.weight.get<DevT>(), d.bw.get<DevT>(), D, W); });
 }
 
 template <class T>
@@ -32,8 +34,9 @@ void launch_batched(const FwdProblem& p, RunContext& ctx, ch02::DeviceBuffers& d
   const int W = p.shape.width;
   launch_preprocessing<T>(p, ctx, d);
   // M = B*L rows: the GEMM's grid-stride loop over rows covers any batch, no grid limit involved.
-  ctx.rec.kernel("naive_gemm",
-                 [&] { launch_naive_gemm(d.a.get<DevT>(), d.bw.get<DevT>(), d.c.get<DevT>(), B * L, D, W * D); });
+  ctx.rec.kernel("naive_gemm", [&] {
+    launch_naive_gemm(d.a.get<DevT>(), d.bw.get<DevT>(), d.c.get<DevT>(), B * L, D, W * D);
+  });
 }
 // [/docs:ch03_launches]
 
@@ -42,9 +45,12 @@ inline FwdChapter chapter() {
   ch.spec = {"03", "batch_fusion", "as chapter 02, with one launch per kernel for all batches"};
   ch.memory = ch02::memory_need;
   ch.variants = [](const Options& o) {
-    auto launch = [](auto tag, auto&&... args) { launch_batched<typename decltype(tag)::type>(args...); };
+    auto launch = [](auto tag, auto&&... args) {
+      launch_batched<typename decltype(tag)::type>(args...);
+    };
     // The same work as chapter 02, in 3 launches instead of 2B+1.
-    return std::vector<FwdVariant>{ch02::pipeline_variant("batched", ch02::kernel_models(o), launch)};
+    return std::vector<FwdVariant>{
+        ch02::pipeline_variant("batched", ch02::kernel_models(o), launch)};
   };
   return ch;
 }

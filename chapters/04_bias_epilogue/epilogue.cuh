@@ -1,7 +1,7 @@
-// The epilogue of the forward pass: what happens to a finished fp32 accumulator before it is stored.
-// One device function, shared by every kernel that ends the convolution: chapter 04's separate
-// add_bias pass and its fused naive GEMM, chapter 05's tensor-core GEMMs, chapter 08's direct kernels
-// (which add the bias they hold in registers and call silu_if).
+// The epilogue of the forward pass: what happens to a finished fp32 accumulator before it is
+// stored. One device function, shared by every kernel that ends the convolution: chapter 04's
+// separate add_bias pass and its fused naive GEMM, chapter 05's tensor-core GEMMs, chapter 08's
+// direct kernels (which add the bias they hold in registers and call silu_if).
 #pragma once
 
 #include <cstdint>
@@ -18,16 +18,19 @@ namespace conv1d {
 // times their instructions, and a pass over fp16 C finishes eight elements per 16-byte word, so
 // they could make that pass compute-bound. Far below zero, e^-z overflows to infinity and z / inf
 // gives the right limit, -0.
-__device__ __forceinline__ float silu_if(float z, bool silu) { return silu ? __fdividef(z, 1.0f + __expf(-z)) : z; }
+__device__ __forceinline__ float silu_if(float z, bool silu) {
+  return silu ? __fdividef(z, 1.0f + __expf(-z)) : z;
+}
 
 template <class T>
-__device__ __forceinline__ float apply_bias_silu(float acc, const T* __restrict__ bias, int64_t channel, bool silu) {
+__device__ __forceinline__ float apply_bias_silu(float acc, const T* __restrict__ bias,
+                                                 int64_t channel, bool silu) {
   return silu_if(bias != nullptr ? acc + to_float(bias[channel]) : acc, silu);
 }
 // [/docs:apply_bias_silu]
 
-// The epilogue's arithmetic over a whole output, for the rate models: per element the bias add counts
-// 1, SiLU 4 (negate, exponential, add, divide).
+// The epilogue's arithmetic over a whole output, for the rate models: per element the bias add
+// counts 1, SiLU 4 (negate, exponential, add, divide).
 inline double epilogue_flops(const Options& o) {
   return double(o.batch) * o.seqlen * o.dim * ((o.bias ? 1 : 0) + (o.silu ? 4 : 0));
 }

@@ -33,7 +33,8 @@ inline KernelModel add_bias_model(const Options& o) {
 }
 
 inline KernelModel fused_gemm_model(const Options& o) {
-  KernelModel m = ch01::gemm_model(o);  // the same GEMM; the epilogue adds its arithmetic and the bias
+  KernelModel m =
+      ch01::gemm_model(o);  // the same GEMM; the epilogue adds its arithmetic and the bias
   m.kernel = "naive_gemm_bias_silu";
   m.flops += epilogue_flops(o);
   m.bytes += (o.bias ? o.dim : 0) * double(dtype_bytes(o.dtype));
@@ -42,8 +43,8 @@ inline KernelModel fused_gemm_model(const Options& o) {
 
 // [docs:ch04_launches]
 template <class T>
-void launch_with_epilogue(const FwdProblem& p, RunContext& ctx, ch02::DeviceBuffers& d, const DeviceBuffer& bias,
-                          Epilogue e) {
+void launch_with_epilogue(const FwdProblem& p, RunContext& ctx, ch02::DeviceBuffers& d,
+                          const DeviceBuffer& bias, Epilogue e) {
   using DevT = device_t<T>;
   const int64_t B = p.shape.batch, D = p.shape.dim, L = p.shape.seqlen;
   const int W = p.shape.width;
@@ -56,7 +57,8 @@ void launch_with_epilogue(const FwdProblem& p, RunContext& ctx, ch02::DeviceBuff
   } else {
     ch03::launch_preprocessing<T>(p, ctx, d);
     ctx.rec.kernel("naive_gemm_bias_silu", [&] {
-      launch_naive_gemm_bias_silu(d.a.get<DevT>(), d.bw.get<DevT>(), b, d.c.get<DevT>(), B * L, D, W * D, silu);
+      launch_naive_gemm_bias_silu(d.a.get<DevT>(), d.bw.get<DevT>(), b, d.c.get<DevT>(), B * L, D,
+                                  W * D, silu);
     });
   }
 }
@@ -66,13 +68,15 @@ void launch_with_epilogue(const FwdProblem& p, RunContext& ctx, ch02::DeviceBuff
 // reuses it with its own GEMMs.
 template <class T, class Launches>
 void run_with_bias(const FwdProblem& p, RunContext& ctx, HostArray& out, Launches&& launches) {
-  // Owned out here, so it is freed after the copy back: freeing it earlier would wait for the kernels.
+  // Owned out here, so it is freed after the copy back: freeing it earlier would wait for the
+  // kernels.
   DeviceBuffer bias;
   ch02::run_pipeline<T>(p, ctx, out, [&](ch02::DeviceBuffers& d) {
     if (p.opt.bias) {
       ctx.rec.alloc("cudaMalloc bias", [&] { bias = DeviceBuffer(p.bias.bytes()); });
-      ctx.rec.h2d("copy bias to device",
-                  [&] { GPU_CHECK(cudaMemcpy(bias.get(), p.bias.data(), bias.bytes(), cudaMemcpyHostToDevice)); });
+      ctx.rec.h2d("copy bias to device", [&] {
+        GPU_CHECK(cudaMemcpy(bias.get(), p.bias.data(), bias.bytes(), cudaMemcpyHostToDevice));
+      });
     }
     launches(d, bias);
   });
@@ -81,8 +85,9 @@ void run_with_bias(const FwdProblem& p, RunContext& ctx, HostArray& out, Launche
 
 template <class T>
 void run_pipeline(const FwdProblem& p, RunContext& ctx, HostArray& out, Epilogue e) {
-  run_with_bias<T>(p, ctx, out,
-                   [&](ch02::DeviceBuffers& d, const DeviceBuffer& bias) { launch_with_epilogue<T>(p, ctx, d, bias, e); });
+  run_with_bias<T>(p, ctx, out, [&](ch02::DeviceBuffers& d, const DeviceBuffer& bias) {
+    launch_with_epilogue<T>(p, ctx, d, bias, e);
+  });
 }
 
 inline FwdVariant variant(Epilogue e, const Options& o) {
@@ -92,20 +97,24 @@ inline FwdVariant variant(Epilogue e, const Options& o) {
   else if (o.bias || o.silu)
     kernels.push_back(add_bias_model(o));
   auto run = [e](const FwdProblem& p, RunContext& ctx, HostArray& out) {
-    dispatch_storage(p.opt.dtype, [&](auto tag) { run_pipeline<typename decltype(tag)::type>(p, ctx, out, e); });
+    dispatch_storage(p.opt.dtype,
+                     [&](auto tag) { run_pipeline<typename decltype(tag)::type>(p, ctx, out, e); });
   };
   return FwdVariant{e == Epilogue::fused ? "fused" : "separate", run, kernels};
 }
 
 inline FwdChapter chapter() {
   FwdChapter ch;
-  ch.spec = {"04", "bias_epilogue", "bias + SiLU: a separate add_bias pass over C, or fused into the GEMM epilogue"};
+  ch.spec = {"04", "bias_epilogue",
+             "bias + SiLU: a separate add_bias pass over C, or fused into the GEMM epilogue"};
   ch.spec.bias = ch.spec.silu = true;
   ch.memory = memory_need;
-  // The flag writes into a string that the variants function shares, so the two live as long as `ch`.
+  // The flag writes into a string that the variants function shares, so the two live as long as
+  // `ch`.
   auto choice = std::make_shared<std::string>("both");
-  ch.extra_flags.push_back(choice_flag("--epilogue", choice.get(), {"separate", "fused", "both"},
-                                       "separate (add_bias pass), fused (GEMM epilogue) or both (default)"));
+  ch.extra_flags.push_back(
+      choice_flag("--epilogue", choice.get(), {"separate", "fused", "both"},
+                  "separate (add_bias pass), fused (GEMM epilogue) or both (default)"));
   ch.variants = [choice](const Options& o) {
     std::vector<FwdVariant> vs;
     if (*choice != "separate") vs.push_back(variant(Epilogue::fused, o));

@@ -28,12 +28,13 @@
 
 namespace conv1d::ch05 {
 
-#define BLAS_CHECK(call)                                                                          \
-  do {                                                                                            \
-    const cublasStatus_t st_ = (call);                                                            \
-    if (st_ != CUBLAS_STATUS_SUCCESS)                                                             \
-      throw std::runtime_error(std::string(__FILE__) + ":" + std::to_string(__LINE__) + ": " #call \
-                               " failed with status " + std::to_string(static_cast<int>(st_)));   \
+#define BLAS_CHECK(call)                                                                \
+  do {                                                                                  \
+    const cublasStatus_t st_ = (call);                                                  \
+    if (st_ != CUBLAS_STATUS_SUCCESS)                                                   \
+      throw std::runtime_error(std::string(__FILE__) + ":" + std::to_string(__LINE__) + \
+                               ": " #call " failed with status " +                      \
+                               std::to_string(static_cast<int>(st_)));                  \
   } while (0)
 
 class BlasHandle {
@@ -54,11 +55,13 @@ class BlasHandle {
 inline void blas_gemm(const BlasHandle& h, const GemmArgs& g, cudaStream_t s = 0) {
   const float one = 1.0f, zero = 0.0f;
   if (g.m > INT32_MAX || g.n > INT32_MAX || g.k > INT32_MAX)
-    throw std::invalid_argument("the BLAS GEMM takes 32-bit sizes: M = B*L = " + std::to_string(g.m) + " is too large");
+    throw std::invalid_argument(
+        "the BLAS GEMM takes 32-bit sizes: M = B*L = " + std::to_string(g.m) + " is too large");
   BLAS_CHECK(cublasSetStream(h.get(), s));
-  BLAS_CHECK(cublasGemmEx(h.get(), CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(g.n), static_cast<int>(g.m),
-                          static_cast<int>(g.k), &one, g.bw, CUDA_R_16F, static_cast<int>(g.n), g.a, CUDA_R_16F,
-                          static_cast<int>(g.k), &zero, g.c, CUDA_R_16F, static_cast<int>(g.n), CUBLAS_COMPUTE_32F,
+  BLAS_CHECK(cublasGemmEx(h.get(), CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(g.n),
+                          static_cast<int>(g.m), static_cast<int>(g.k), &one, g.bw, CUDA_R_16F,
+                          static_cast<int>(g.n), g.a, CUDA_R_16F, static_cast<int>(g.k), &zero, g.c,
+                          CUDA_R_16F, static_cast<int>(g.n), CUBLAS_COMPUTE_32F,
                           CUBLAS_GEMM_DEFAULT));
 }
 

@@ -30,21 +30,30 @@ struct BlockTile {
 };
 inline const std::vector<BlockTile>& block_tiles() {
   static const std::vector<BlockTile> tiles{
-      {"128x128x64", [](const GemmArgs& g, cudaStream_t s) { launch_wmma_block<128, 128, 64, 64, 64, 3>(g, s); }},
-      {"128x128x32", [](const GemmArgs& g, cudaStream_t s) { launch_wmma_block<128, 128, 32, 64, 32, 4>(g, s); }},
-      {"64x64x32", [](const GemmArgs& g, cudaStream_t s) { launch_wmma_block<64, 64, 32, 32, 32, 2>(g, s); }},
+      {"128x128x64",
+       [](const GemmArgs& g, cudaStream_t s) { launch_wmma_block<128, 128, 64, 64, 64, 3>(g, s); }},
+      {"128x128x32",
+       [](const GemmArgs& g, cudaStream_t s) { launch_wmma_block<128, 128, 32, 64, 32, 4>(g, s); }},
+      {"64x64x32",
+       [](const GemmArgs& g, cudaStream_t s) { launch_wmma_block<64, 64, 32, 32, 32, 2>(g, s); }},
   };
   return tiles;
 }
 
 inline GemmArgs gemm_args(const FwdProblem& p, ch02::DeviceBuffers& d, const DeviceBuffer& bias) {
   const int64_t B = p.shape.batch, D = p.shape.dim, L = p.shape.seqlen;
-  return GemmArgs{d.a.get<__half>(), d.bw.get<__half>(), d.c.get<__half>(), p.opt.bias ? bias.get<__half>() : nullptr,
-                  p.opt.silu, B * L, D, p.shape.width * D};
+  return GemmArgs{d.a.get<__half>(),
+                  d.bw.get<__half>(),
+                  d.c.get<__half>(),
+                  p.opt.bias ? bias.get<__half>() : nullptr,
+                  p.opt.silu,
+                  B * L,
+                  D,
+                  p.shape.width * D};
 }
 
-// Napkin counts. The dense kernels are charged the whole GEMM (chapter 04's fused model); the sparse
-// one's model is in wmma_sparse.cuh.
+// Napkin counts. The dense kernels are charged the whole GEMM (chapter 04's fused model); the
+// sparse one's model is in wmma_sparse.cuh.
 inline KernelModel dense_model(const Options& o, const char* kernel) {
   KernelModel m = ch04::fused_gemm_model(o);
   m.kernel = kernel;
@@ -61,7 +70,8 @@ inline FwdVariant variant(const std::string& name, const Options& o, const Block
     kernels.front().kernel = "cublas_gemm";
     if (o.bias || o.silu) kernels.push_back(ch04::add_bias_model(o));
   }
-  // One library handle per variant, made before the timed runs (creating it is not part of the work).
+  // One library handle per variant, made before the timed runs (creating it is not part of the
+  // work).
   std::shared_ptr<void> blas;
 #if defined(CONV1D_HAVE_BLAS)
   if (name == "cublas") blas = std::make_shared<BlasHandle>();
@@ -100,7 +110,9 @@ inline std::vector<std::string> variant_names() {
 
 inline FwdChapter chapter() {
   FwdChapter ch;
-  ch.spec = {"05", "wmma_gemm", "tensor-core GEMM with WMMA (warp, block tiling, zero tiles skipped) against the BLAS library"};
+  ch.spec = {"05", "wmma_gemm",
+             "tensor-core GEMM with WMMA (warp, block tiling, zero tiles skipped) against the BLAS "
+             "library"};
   ch.spec.dtypes = {Dtype::fp16};
   ch.spec.defaults.dtype = Dtype::fp16;
   ch.spec.bias = ch.spec.silu = true;
@@ -111,10 +123,12 @@ inline FwdChapter chapter() {
   choices.insert(choices.begin(), "all");
   std::vector<std::string> tiles;
   for (const BlockTile& t : block_tiles()) tiles.push_back(t.name);
-  ch.extra_flags.push_back(choice_flag("--variant", which.get(), choices,
-                                       "which GEMM to run: all (default; sparse is the headline) or one of them"));
-  ch.extra_flags.push_back(choice_flag("--block-tile", tile.get(), tiles,
-                                       "block tile MxNxK of the block variant (default " + tiles.front() + ")"));
+  ch.extra_flags.push_back(
+      choice_flag("--variant", which.get(), choices,
+                  "which GEMM to run: all (default; sparse is the headline) or one of them"));
+  ch.extra_flags.push_back(
+      choice_flag("--block-tile", tile.get(), tiles,
+                  "block tile MxNxK of the block variant (default " + tiles.front() + ")"));
   ch.variants = [which, tile](const Options& o) {
     const BlockTile* t = &block_tiles().front();
     for (const BlockTile& b : block_tiles())

@@ -48,9 +48,9 @@ using FragB = wmma::fragment<wmma::matrix_b, kTile, kTile, kTile, wmma_half, wmm
 using FragC = wmma::fragment<wmma::accumulator, kTile, kTile, kTile, float>;
 
 struct GemmArgs {
-  const __half* a;   // [M, K]
-  const __half* bw;  // [K, N]
-  __half* c;         // [M, N]
+  const __half* a;     // [M, K]
+  const __half* bw;    // [K, N]
+  __half* c;           // [M, N]
   const __half* bias;  // [N] or nullptr
   bool silu;
   int64_t m, n, k;
@@ -60,8 +60,8 @@ struct GemmArgs {
 // global memory when the tile lies fully inside and the WMMA alignment rules hold, otherwise
 // through `stage` (16 x 16 halves of shared memory owned by this warp), zero-filled outside.
 template <class Frag>
-__device__ inline void load_tile(Frag& frag, const __half* mat, int64_t rows, int64_t cols, int64_t ld, int64_t row0,
-                                 int64_t col0, __half* stage) {
+__device__ inline void load_tile(Frag& frag, const __half* mat, int64_t rows, int64_t cols,
+                                 int64_t ld, int64_t row0, int64_t col0, __half* stage) {
   const bool inside = row0 + kTile <= rows && col0 + kTile <= cols;
   const __half* p = mat + row0 * ld + col0;
   const bool aligned = ld % 8 == 0 && (reinterpret_cast<uintptr_t>(p) % 32) == 0;
@@ -82,13 +82,15 @@ __device__ inline void load_tile(Frag& frag, const __half* mat, int64_t rows, in
 
 // Writes one accumulator tile through `scratch` (16 x 16 floats of this warp's shared memory):
 // bias + SiLU on the fp32 value, rounding to fp16, rows and columns outside C skipped.
-__device__ inline void store_tile(const FragC& acc, const GemmArgs& g, int64_t row0, int64_t col0, float* scratch) {
+__device__ inline void store_tile(const FragC& acc, const GemmArgs& g, int64_t row0, int64_t col0,
+                                  float* scratch) {
   wmma::store_matrix_sync(scratch, acc, kTile, CONV1D_WMMA_ROW_MAJOR_STORE);
   __syncwarp();
   const int lane = threadIdx.x % kWarpLanes;
   for (int i = lane; i < kTile * kTile; i += kWarpLanes) {
     const int64_t r = row0 + i / kTile, c = col0 + i % kTile;
-    if (r < g.m && c < g.n) g.c[r * g.n + c] = __float2half_rn(apply_bias_silu(scratch[i], g.bias, c, g.silu));
+    if (r < g.m && c < g.n)
+      g.c[r * g.n + c] = __float2half_rn(apply_bias_silu(scratch[i], g.bias, c, g.silu));
   }
   __syncwarp();
 }

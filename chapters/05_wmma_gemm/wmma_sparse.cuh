@@ -38,13 +38,14 @@ struct SparseConfig {
 
 // [docs:wmma_sparse]
 template <int W, int kWarps, bool kVec>
-__global__ void __launch_bounds__(kWarps * kWarpLanes) wmma_gemm_sparse(GemmArgs g) {
+__global__ void __launch_bounds__(kWarps* kWarpLanes) wmma_gemm_sparse(GemmArgs g) {
   using Cfg = SparseConfig<W, kWarps>;
   constexpr int kThreads = kWarps * kWarpLanes;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   __half* sa = reinterpret_cast<__half*>(smem_raw);  // [64 rows][W taps x 64 channels]
   float* sc = reinterpret_cast<float*>(smem_raw);    // [64 rows][64 channels], after the products
-  __half* sb = reinterpret_cast<__half*>(smem_raw + Cfg::kSmemBytes - Cfg::kSmemB);  // [tap][tile][16 x 16]
+  __half* sb =
+      reinterpret_cast<__half*>(smem_raw + Cfg::kSmemBytes - Cfg::kSmemB);  // [tap][tile][16 x 16]
   const int64_t dim = g.n;
   // Rows along x (no 65535 limit there); every block reads its own bytes of A, so the order of the
   // blocks does not matter for memory traffic.
@@ -56,11 +57,13 @@ __global__ void __launch_bounds__(kWarps * kWarpLanes) wmma_gemm_sparse(GemmArgs
   //    channel past D would belong to the next tap, which has a step of its own.
   if constexpr (kVec) {  // D % 8 == 0: 16-byte pieces are wholly inside or outside
     for (int i = threadIdx.x; i < Cfg::kDiagTiles * kTile * 2; i += kThreads) {
-      const int t = i / (kTile * 2), r = (i / 2) % kTile, c = (i % 2) * 8;  // two pieces per tile row
+      const int t = i / (kTile * 2), r = (i / 2) % kTile,
+                c = (i % 2) * 8;  // two pieces per tile row
       const int k = t / (kSparseCols / kTile), j = t % (kSparseCols / kTile);
       const int64_t ch = c0 + j * kTile;
       const bool ok = ch + r < dim && ch + c < dim;
-      copy16_async(sb + (t * kTile + r) * kTile + c, ok ? g.bw + (k * dim + ch + r) * dim + ch + c : g.bw, ok ? 16 : 0);
+      copy16_async(sb + (t * kTile + r) * kTile + c,
+                   ok ? g.bw + (k * dim + ch + r) * dim + ch + c : g.bw, ok ? 16 : 0);
     }
   } else {
     for (int i = threadIdx.x; i < Cfg::kDiagTiles * kTile * kTile; i += kThreads) {
@@ -86,7 +89,8 @@ __global__ void __launch_bounds__(kWarps * kWarpLanes) wmma_gemm_sparse(GemmArgs
       const int r = i / (W * kSparseCols), rest = i % (W * kSparseCols);
       const int k = rest / kSparseCols, c = rest % kSparseCols;
       const bool ok = row0 + r < g.m && c0 + c < dim;
-      sa[r * Cfg::kLdA + k * kSparseCols + c] = ok ? g.a[(row0 + r) * g.k + k * dim + c0 + c] : __float2half(0.0f);
+      sa[r * Cfg::kLdA + k * kSparseCols + c] =
+          ok ? g.a[(row0 + r) * g.k + k * dim + c0 + c] : __float2half(0.0f);
     }
   }
   __syncthreads();
@@ -101,10 +105,14 @@ __global__ void __launch_bounds__(kWarps * kWarpLanes) wmma_gemm_sparse(GemmArgs
     if (c0 + j * kTile >= dim) continue;
 #pragma unroll
     for (int k = 0; k < W; ++k) {
-      wmma::load_matrix_sync(fa, reinterpret_cast<const wmma_half*>(sa + warp * kTile * Cfg::kLdA + k * kSparseCols + j * kTile),
+      wmma::load_matrix_sync(fa,
+                             reinterpret_cast<const wmma_half*>(sa + warp * kTile * Cfg::kLdA +
+                                                                k * kSparseCols + j * kTile),
                              Cfg::kLdA);
-      wmma::load_matrix_sync(fb, reinterpret_cast<const wmma_half*>(sb + (k * (kSparseCols / kTile) + j) * kTile * kTile),
-                             kTile);  // diag(weight[c0 + 16j .., k])
+      wmma::load_matrix_sync(
+          fb,
+          reinterpret_cast<const wmma_half*>(sb + (k * (kSparseCols / kTile) + j) * kTile * kTile),
+          kTile);  // diag(weight[c0 + 16j .., k])
       wmma::mma_sync(acc[j], fa, fb, acc[j]);
     }
   }
@@ -113,7 +121,8 @@ __global__ void __launch_bounds__(kWarps * kWarpLanes) wmma_gemm_sparse(GemmArgs
   // 3. C through shared memory: epilogue in fp32, then whole rows out.
 #pragma unroll
   for (int j = 0; j < kSparseCols / kTile; ++j)
-    wmma::store_matrix_sync(sc + warp * kTile * Cfg::kLdC + j * kTile, acc[j], Cfg::kLdC, CONV1D_WMMA_ROW_MAJOR_STORE);
+    wmma::store_matrix_sync(sc + warp * kTile * Cfg::kLdC + j * kTile, acc[j], Cfg::kLdC,
+                            CONV1D_WMMA_ROW_MAJOR_STORE);
   __syncthreads();
   // A thread always lands on the same 8 channels (kThreads is a multiple of 8): their bias is
   // read once, not once per row.
@@ -121,7 +130,8 @@ __global__ void __launch_bounds__(kWarps * kWarpLanes) wmma_gemm_sparse(GemmArgs
   const int c = (threadIdx.x % (kSparseCols / 8)) * 8;
   float bias[8];
 #pragma unroll
-  for (int e = 0; e < 8; ++e) bias[e] = apply_bias_silu(0.0f, g.bias, c0 + c + e < dim ? c0 + c + e : 0, false);
+  for (int e = 0; e < 8; ++e)
+    bias[e] = apply_bias_silu(0.0f, g.bias, c0 + c + e < dim ? c0 + c + e : 0, false);
   for (int i = threadIdx.x; i < Cfg::kRows * (kSparseCols / 8); i += kThreads) {
     const int r = i / (kSparseCols / 8);
     const int64_t row = row0 + r, col = c0 + c;
@@ -129,7 +139,8 @@ __global__ void __launch_bounds__(kWarps * kWarpLanes) wmma_gemm_sparse(GemmArgs
     __align__(16) __half v[8];
 #pragma unroll
     for (int e = 0; e < 8; ++e)
-      v[e] = __float2half_rn(apply_bias_silu(sc[r * Cfg::kLdC + c + e] + bias[e], static_cast<const __half*>(nullptr), 0, g.silu));
+      v[e] = __float2half_rn(apply_bias_silu(sc[r * Cfg::kLdC + c + e] + bias[e],
+                                             static_cast<const __half*>(nullptr), 0, g.silu));
     if (kVec) {
       *reinterpret_cast<Bytes16*>(g.c + row * dim + col) = *reinterpret_cast<const Bytes16*>(v);
     } else {
@@ -145,13 +156,16 @@ void launch_wmma_sparse_w(const GemmArgs& g, cudaStream_t s = 0) {
   auto kernel = vec ? wmma_gemm_sparse<W, kWarps, true> : wmma_gemm_sparse<W, kWarps, false>;
   constexpr size_t smem = SparseConfig<W, kWarps>::kSmemBytes;
   constexpr int kRows = SparseConfig<W, kWarps>::kRows;
-  if (smem > 48 * 1024) GPU_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
-  const dim3 grid(static_cast<unsigned>(ceil_div(g.m, kRows)), static_cast<unsigned>(ceil_div(g.n, kSparseCols)));
+  if (smem > 48 * 1024)
+    GPU_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   static_cast<int>(smem)));
+  const dim3 grid(static_cast<unsigned>(ceil_div(g.m, kRows)),
+                  static_cast<unsigned>(ceil_div(g.n, kSparseCols)));
   kernel<<<grid, kWarps * kWarpLanes, smem, s>>>(g);
 }
 
-// Napkin counts of one run: the tensor-core work the kernel does (W 16-wide steps per output, each a
-// dense 16 x 16 diagonal block) and the bytes it must move: A read, the W*D*16 non-zero diagonal
+// Napkin counts of one run: the tensor-core work the kernel does (W 16-wide steps per output, each
+// a dense 16 x 16 diagonal block) and the bytes it must move: A read, the W*D*16 non-zero diagonal
 // elements of Bw, C written.
 inline KernelModel sparse_model(const Options& o) {
   const double rows = double(o.batch) * o.seqlen, e = dtype_bytes(o.dtype);

@@ -1,5 +1,5 @@
-// Chapter 05, variant `warp`: one warp per 16 x 16 tile of C, every fragment read from global memory
-// (wmma_common.cuh has the fragment types and the tile loads).
+// Chapter 05, variant `warp`: one warp per 16 x 16 tile of C, every fragment read from global
+// memory (wmma_common.cuh has the fragment types and the tile loads).
 #pragma once
 
 #include <cstdint>

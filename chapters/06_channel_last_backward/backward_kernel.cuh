@@ -41,8 +41,10 @@ struct Tile {
   static constexpr int kPairsPerRow = kChannels / 2;
   static constexpr int kRowGroups = kThreads / kPairsPerRow;
   static constexpr int kRowsPerThread = kRows / kRowGroups;
-  static_assert(kChannels % 8 == 0, "a tile row must be whole 16-byte chunks in every storage type");
-  static_assert(kThreads % kPairsPerRow == 0 && kRows % kRowGroups == 0, "the threads must split the tile evenly");
+  static_assert(kChannels % 8 == 0,
+                "a tile row must be whole 16-byte chunks in every storage type");
+  static_assert(kThreads % kPairsPerRow == 0 && kRows % kRowGroups == 0,
+                "the threads must split the tile evenly");
 };
 using DefaultTile = Tile<64, 64, 128>;
 // [/docs:ch06_tile]
@@ -56,14 +58,14 @@ enum class GradSink {
 
 template <class T>  // device storage type
 struct BwdArgs {
-  const T* x;        // [B, L, D]
-  const T* dout;     // [B, L, D]
-  const T* weight;   // [D, W]
-  const T* bias;     // [D], or nullptr
-  T* dx;             // [B, L, D]
-  float* partials;   // [gridDim.y][W+1][D] for GradSink::partials (k = W is dbias)
-  float* dweight;    // [D, W] for the other two sinks
-  float* dbias;      // [D]
+  const T* x;       // [B, L, D]
+  const T* dout;    // [B, L, D]
+  const T* weight;  // [D, W]
+  const T* bias;    // [D], or nullptr
+  T* dx;            // [B, L, D]
+  float* partials;  // [gridDim.y][W+1][D] for GradSink::partials (k = W is dbias)
+  float* dweight;   // [D, W] for the other two sinks
+  float* dbias;     // [D]
   GradSink sink;
   int64_t batch, seqlen, dim;
   int64_t tiles_per_seq;    // ceil(L / kRows): tiles along one batch's sequence
@@ -78,20 +80,22 @@ struct BwdArgs {
 // outside the tensor (the causal zeros before t = 0, nothing after L or past D). Vectorized case
 // only: D is a multiple of the chunk, so a chunk lies wholly inside or outside D.
 template <class T, int kChannels>
-__device__ inline void copy_chunk_async(T* tile, const T* __restrict__ src, int i, int64_t row0, int64_t seqlen,
-                                        int64_t dim, int64_t c0) {
+__device__ inline void copy_chunk_async(T* tile, const T* __restrict__ src, int i, int64_t row0,
+                                        int64_t seqlen, int64_t dim, int64_t c0) {
   constexpr int kChunksPerRow = kChannels / kPer16<T>;
   const int64_t row = row0 + i / kChunksPerRow;
   const int64_t c = c0 + (i % kChunksPerRow) * kPer16<T>;
   const bool inside = row >= 0 && row < seqlen && c < dim;
-  copy16_async(reinterpret_cast<Bytes16*>(tile) + i, inside ? src + row * dim + c : src, inside ? 16 : 0);
+  copy16_async(reinterpret_cast<Bytes16*>(tile) + i, inside ? src + row * dim + c : src,
+               inside ? 16 : 0);
 }
 // [/docs:ch06_copy]
 
 // x[row, c] of one batch, or zero outside the tensor (the element-wise path for D not a multiple of
 // the 16-byte chunk).
 template <class T>
-__device__ inline T element_or_zero(const T* __restrict__ src, int64_t row, int64_t c, int64_t seqlen, int64_t dim) {
+__device__ inline T element_or_zero(const T* __restrict__ src, int64_t row, int64_t c,
+                                    int64_t seqlen, int64_t dim) {
   return row >= 0 && row < seqlen && c < dim ? src[row * dim + c] : from_float<T>(0.0f);
 }
 
@@ -112,7 +116,8 @@ __device__ inline float silu_grad_f32(float z) {
 // Grid: x = chunks of kChannels channels (neighbouring blocks read neighbouring bytes of the same time
 // steps), y = runs of tiles_per_block consecutive (batch, time) tiles.
 template <class T, int W, bool kSilu, class TileT>
-__global__ void __launch_bounds__(TileT::kThreads, TileT::kMinBlocksPerSM) conv_bwd_channel_last(const BwdArgs<T> a) {
+__global__ void __launch_bounds__(TileT::kThreads, TileT::kMinBlocksPerSM)
+    conv_bwd_channel_last(const BwdArgs<T> a) {
   constexpr int kRows = TileT::kRows, kCh = TileT::kChannels, kThreads = TileT::kThreads;
   constexpr int kR = TileT::kRowsPerThread;
   // x: W-1 rows before the tile (z and dweight of its first rows need them) and, with SiLU, W-1
@@ -130,7 +135,7 @@ __global__ void __launch_bounds__(TileT::kThreads, TileT::kMinBlocksPerSM) conv_
   const int tid = threadIdx.x;
   const int lc = 2 * (tid % TileT::kPairsPerRow);  // this thread's two channels within the tile
   const int group = tid / TileT::kPairsPerRow;
-  const int r0 = group * kR;                      // and its first row
+  const int r0 = group * kR;  // and its first row
   const int64_t c0 = int64_t(blockIdx.x) * kCh;
 
   float w[2][W], bias[2], dw[2][W] = {}, db[2] = {};
@@ -153,7 +158,8 @@ __global__ void __launch_bounds__(TileT::kThreads, TileT::kMinBlocksPerSM) conv_
 #pragma unroll
       for (int i = 0; i < kXCopies; ++i)
         if (i * kThreads + tid < kXChunks)
-          copy_chunk_async<T, kCh>(xs, a.x + base, i * kThreads + tid, l0 - (W - 1), a.seqlen, a.dim, c0);
+          copy_chunk_async<T, kCh>(xs, a.x + base, i * kThreads + tid, l0 - (W - 1), a.seqlen,
+                                   a.dim, c0);
 #pragma unroll
       for (int i = 0; i < kGCopies; ++i)
         if (i * kThreads + tid < kGChunks)
@@ -214,7 +220,8 @@ __global__ void __launch_bounds__(TileT::kThreads, TileT::kMinBlocksPerSM) conv_
         const int64_t d = c0 + lc;
         T* p = a.dx + base + row * a.dim + d;
         if (a.vectorized) {
-          if (d < a.dim) *reinterpret_cast<Vec<T, 2>*>(p) = {from_float<T>(dx[0]), from_float<T>(dx[1])};
+          if (d < a.dim)
+            *reinterpret_cast<Vec<T, 2>*>(p) = {from_float<T>(dx[0]), from_float<T>(dx[1])};
         } else {
           if (d < a.dim) p[0] = from_float<T>(dx[0]);
           if (d + 1 < a.dim) p[1] = from_float<T>(dx[1]);
@@ -242,8 +249,10 @@ __global__ void __launch_bounds__(TileT::kThreads, TileT::kMinBlocksPerSM) conv_
       a.partials[(int64_t(blockIdx.y) * (W + 1) + k) * a.dim + d] = total;
     } else {
       float* out = k < W ? &a.dweight[d * W + k] : &a.dbias[d];
-      if (a.sink == GradSink::atomics) atomicAdd(out, total);
-      else *out = total;
+      if (a.sink == GradSink::atomics)
+        atomicAdd(out, total);
+      else
+        *out = total;
     }
   }
 }
@@ -255,9 +264,9 @@ constexpr int kReduceColumns = 32, kReduceLanes = 8;
 // dweight[d, k] = sum over block rows g of partials[g][k][d] (and dbias with k = W). Lane l of a
 // column adds g = l, l + kReduceLanes, ... in that order, then lane 0 adds the lane sums in order:
 // the order depends on the shape only, so every run gives the same bits.
-__global__ void __launch_bounds__(kReduceColumns * kReduceLanes)
-    reduce_weight_grads(const float* __restrict__ partials, int64_t block_rows, int64_t dim, int width,
-                        float* __restrict__ dweight, float* __restrict__ dbias) {
+__global__ void __launch_bounds__(kReduceColumns* kReduceLanes)
+    reduce_weight_grads(const float* __restrict__ partials, int64_t block_rows, int64_t dim,
+                        int width, float* __restrict__ dweight, float* __restrict__ dbias) {
   __shared__ float lane_sums[kReduceLanes][kReduceColumns];
   const int64_t per_row = int64_t(width + 1) * dim;
   const int64_t j = int64_t(blockIdx.x) * kReduceColumns + threadIdx.x;  // j = k * dim + d
@@ -270,8 +279,10 @@ __global__ void __launch_bounds__(kReduceColumns * kReduceLanes)
   float total = 0.0f;
   for (int l = 0; l < kReduceLanes; ++l) total += lane_sums[l][threadIdx.x];
   const int64_t k = j / dim, d = j % dim;
-  if (k < width) dweight[d * width + k] = total;
-  else dbias[d] = total;
+  if (k < width)
+    dweight[d * width + k] = total;
+  else
+    dbias[d] = total;
 }
 // [/docs:ch06_reduce]
 
@@ -296,7 +307,8 @@ constexpr int64_t kFillBlocks = 8192;
 constexpr int64_t kMaxAutoTilesPerBlock = 8;
 
 template <class TileT = DefaultTile>
-BwdPlan plan_backward(const ConvShape& s, Reduction r, int64_t tiles_per_block = 0 /* 0: choose */) {
+BwdPlan plan_backward(const ConvShape& s, Reduction r,
+                      int64_t tiles_per_block = 0 /* 0: choose */) {
   BwdPlan p;
   p.tiles_per_seq = ceil_div(s.seqlen, TileT::kRows);
   p.blocks_x = ceil_div(s.dim, TileT::kChannels);
@@ -304,19 +316,23 @@ BwdPlan plan_backward(const ConvShape& s, Reduction r, int64_t tiles_per_block =
   int64_t n = tiles_per_block;
   if (n <= 0) {
     n = 1;
-    while (n < kMaxAutoTilesPerBlock && p.blocks_x * ((tiles + 2 * n - 1) / (2 * n)) >= kFillBlocks) n *= 2;
+    while (n < kMaxAutoTilesPerBlock && p.blocks_x * ((tiles + 2 * n - 1) / (2 * n)) >= kFillBlocks)
+      n *= 2;
   }
   n = std::max(n, ceil_div(tiles, kMaxGridY));  // the grid's y dimension stops at 65535
   p.tiles_per_block = std::min(n, tiles);
   p.blocks_y = ceil_div(tiles, p.tiles_per_block);
-  if (r == Reduction::atomic) p.sink = GradSink::atomics;
-  else p.sink = p.blocks_y == 1 ? GradSink::final_values : GradSink::partials;
+  if (r == Reduction::atomic)
+    p.sink = GradSink::atomics;
+  else
+    p.sink = p.blocks_y == 1 ? GradSink::final_values : GradSink::partials;
   return p;
 }
 // [/docs:ch06_plan]
 
 template <class T, class TileT = DefaultTile>
-void launch_conv_bwd(const BwdArgs<T>& a, int width, bool silu, const BwdPlan& p, cudaStream_t stream) {
+void launch_conv_bwd(const BwdArgs<T>& a, int width, bool silu, const BwdPlan& p,
+                     cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(p.blocks_x), static_cast<unsigned>(p.blocks_y));
   const dim3 block(TileT::kThreads);
   auto go = [&](auto kernel) { kernel<<<grid, block, 0, stream>>>(a); };
@@ -332,12 +348,13 @@ void launch_conv_bwd(const BwdArgs<T>& a, int width, bool silu, const BwdPlan& p
   GPU_CHECK_LAUNCH("conv_bwd_channel_last");
 }
 
-inline void launch_reduce_weight_grads(const float* partials, int64_t block_rows, int64_t dim, int width,
-                                       float* dweight, float* dbias, cudaStream_t stream) {
+inline void launch_reduce_weight_grads(const float* partials, int64_t block_rows, int64_t dim,
+                                       int width, float* dweight, float* dbias,
+                                       cudaStream_t stream) {
   const int64_t outputs = int64_t(width + 1) * dim;
   const dim3 grid(static_cast<unsigned>(ceil_div(outputs, kReduceColumns)));
-  reduce_weight_grads<<<grid, dim3(kReduceColumns, kReduceLanes), 0, stream>>>(partials, block_rows, dim, width,
-                                                                               dweight, dbias);
+  reduce_weight_grads<<<grid, dim3(kReduceColumns, kReduceLanes), 0, stream>>>(
+      partials, block_rows, dim, width, dweight, dbias);
   GPU_CHECK_LAUNCH("reduce_weight_grads");
 }
 

@@ -1,5 +1,6 @@
-// Chapter 06, host side: the command line (the presets of the seed notes, docs/background.md#the-seeds, and the chapter's own flags), the
-// random problem with its fp64 reference, and the tolerances the results are held to.
+// Chapter 06, host side: the command line (the presets of the seed notes,
+// docs/background.md#the-seeds, and the chapter's own flags), the random problem with its fp64
+// reference, and the tolerances the results are held to.
 #pragma once
 
 #include <cmath>
@@ -21,8 +22,8 @@ struct Preset {
 };
 inline const std::vector<Preset>& presets() {
   static const std::vector<Preset> all = {
-      {"tiny", 1, 32, 64, true, false},    {"small", 2, 64, 256, true, false},
-      {"medium", 4, 64, 512, true, false}, {"large", 4, 64, 1024, true, false},
+      {"tiny", 1, 32, 64, true, false},      {"small", 2, 64, 256, true, false},
+      {"medium", 4, 64, 512, true, false},   {"large", 4, 64, 1024, true, false},
       {"no-bias", 2, 64, 256, false, false}, {"with-silu", 2, 64, 256, true, true},
   };
   return all;
@@ -46,32 +47,34 @@ inline ChapterSpec chapter_spec() {
   return s;
 }
 
-// A preset sets the shape, width, --bias and --silu where it stands on the command line: flags after
-// it override it (`--preset small --batch 8`).
+// A preset sets the shape, width, --bias and --silu where it stands on the command line: flags
+// after it override it (`--preset small --batch 8`).
 inline std::vector<ExtraFlag> chapter_flags(Options* opt, BwdFlags* f) {
   std::string names;
   for (const Preset& p : presets()) names += (names.empty() ? "" : ", ") + std::string(p.name);
-  ExtraFlag preset{"--preset",
-                   "the seed notes' shapes BxDxL, W=4: tiny 1x32x64, small 2x64x256, medium 4x64x512, large "
-                   "4x64x1024 (with bias); no-bias, with-silu (small's); later flags override",
-                   true, [=](const std::string& v) -> std::string {
-                     for (const Preset& p : presets()) {
-                       if (v != p.name) continue;
-                       opt->batch = p.batch;
-                       opt->dim = p.dim;
-                       opt->seqlen = p.seqlen;
-                       opt->width = 4;
-                       opt->bias = p.bias;
-                       opt->silu = p.silu;
-                       f->preset = v;
-                       return "";
-                     }
-                     return "--preset must be one of " + names + " (got '" + v + "')";
-                   }};
+  ExtraFlag preset{
+      "--preset",
+      "the seed notes' shapes BxDxL, W=4: tiny 1x32x64, small 2x64x256, medium 4x64x512, large "
+      "4x64x1024 (with bias); no-bias, with-silu (small's); later flags override",
+      true, [=](const std::string& v) -> std::string {
+        for (const Preset& p : presets()) {
+          if (v != p.name) continue;
+          opt->batch = p.batch;
+          opt->dim = p.dim;
+          opt->seqlen = p.seqlen;
+          opt->width = 4;
+          opt->bias = p.bias;
+          opt->silu = p.silu;
+          f->preset = v;
+          return "";
+        }
+        return "--preset must be one of " + names + " (got '" + v + "')";
+      }};
   return {preset,
-          choice_flag("--reduction", &f->reduction, {"deterministic", "atomic", "both"},
-                      "how the blocks' dweight/dbias sums are added: partial sums + a fixed-order kernel, "
-                      "atomics, or both compared (default both)"),
+          choice_flag(
+              "--reduction", &f->reduction, {"deterministic", "atomic", "both"},
+              "how the blocks' dweight/dbias sums are added: partial sums + a fixed-order kernel, "
+              "atomics, or both compared (default both)"),
           int_flag("--tiles-per-block", &f->tiles_per_block, 0, 1 << 20,
                    "64-row tiles each block works through (default 0: chosen from the shape)")};
 }
@@ -79,9 +82,9 @@ inline std::vector<ExtraFlag> chapter_flags(Options* opt, BwdFlags* f) {
 struct BwdProblem {
   Options opt;
   ConvShape shape;
-  HostArray x, dout;                               // [B, L, D] in opt.dtype
-  HostArray weight, bias;                          // [D, W], [D] (empty without --bias)
-  std::vector<double> dx, dweight, dbias;          // fp64 reference: [B, L, D], [D, W], [D]
+  HostArray x, dout;                       // [B, L, D] in opt.dtype
+  HostArray weight, bias;                  // [D, W], [D] (empty without --bias)
+  std::vector<double> dx, dweight, dbias;  // fp64 reference: [B, L, D], [D, W], [D]
   Tolerance dx_tol{}, dweight_tol{}, dbias_tol{};
 };
 
@@ -125,7 +128,8 @@ inline BwdProblem make_backward_problem(const Options& opt) {
   p.dbias.resize(D);
   std::vector<double> dweight_sq(D * W), dbias_sq(D);
   reference_backward(rp, g.data(),
-                     RefGrads{p.dx.data(), p.dweight.data(), p.dbias.data(), nullptr, dweight_sq.data(), dbias_sq.data()});
+                     RefGrads{p.dx.data(), p.dweight.data(), p.dbias.data(), nullptr,
+                              dweight_sq.data(), dbias_sq.data()});
 
   double sum_sq_w = 0, sum_sq_b = 0;
   for (double v : dweight_sq) sum_sq_w += v;

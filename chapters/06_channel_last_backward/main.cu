@@ -20,17 +20,22 @@
 namespace conv1d::ch06 {
 namespace {
 
-// The bytes the goal counts: x and dout read once, dx written once (halos and partial sums are extra).
-double tensor_bytes(const Options& o) { return 3.0 * o.batch * o.dim * o.seqlen * dtype_bytes(o.dtype); }
+// The bytes the goal counts: x and dout read once, dx written once (halos and partial sums are
+// extra).
+double tensor_bytes(const Options& o) {
+  return 3.0 * o.batch * o.dim * o.seqlen * dtype_bytes(o.dtype);
+}
 
 std::vector<KernelModel> kernel_models(const Options& o, const BwdPlan& plan) {
   const double n = double(o.batch) * o.dim * o.seqlen, w = o.width;
   const double sum_bytes = double(o.dim) * (w + 1) * 4;  // dweight and dbias
   // Per element: W multiply-adds for dx and W for dweight, one add for dbias; with SiLU z once more
   // (W multiply-adds) and silu'(z) (about 8 operations).
-  std::vector<KernelModel> m{{"conv_bwd_channel_last", n * (4 * w + 1 + (o.silu ? 2 * w + 8 : 0)), tensor_bytes(o)}};
+  std::vector<KernelModel> m{
+      {"conv_bwd_channel_last", n * (4 * w + 1 + (o.silu ? 2 * w + 8 : 0)), tensor_bytes(o)}};
   const double partials = double(plan.partial_floats(o.width, o.dim));
-  if (plan.sink == GradSink::partials) m.push_back({"reduce_weight_grads", partials, partials * 4 + sum_bytes});
+  if (plan.sink == GradSink::partials)
+    m.push_back({"reduce_weight_grads", partials, partials * 4 + sum_bytes});
   if (plan.sink == GradSink::atomics) m.push_back({"memset dweight, dbias", 0, sum_bytes});
   return m;
 }
@@ -40,11 +45,12 @@ std::string describe(const BwdPlan& p, const Options& o) {
   const char* sink = p.sink == GradSink::partials       ? "partial sums + reduce_weight_grads"
                      : p.sink == GradSink::final_values ? "one block row: sums written directly"
                                                         : "atomics into dweight, dbias";
-  std::snprintf(buf, sizeof buf,
-                "grid %lld x %lld blocks of %d threads, tile %dx%d, %lld tile(s) per block, %s (%.2f MB)",
-                static_cast<long long>(p.blocks_x), static_cast<long long>(p.blocks_y), DefaultTile::kThreads,
-                DefaultTile::kRows, DefaultTile::kChannels, static_cast<long long>(p.tiles_per_block), sink,
-                p.partial_floats(o.width, o.dim) * 4e-6);
+  std::snprintf(
+      buf, sizeof buf,
+      "grid %lld x %lld blocks of %d threads, tile %dx%d, %lld tile(s) per block, %s (%.2f MB)",
+      static_cast<long long>(p.blocks_x), static_cast<long long>(p.blocks_y), DefaultTile::kThreads,
+      DefaultTile::kRows, DefaultTile::kChannels, static_cast<long long>(p.tiles_per_block), sink,
+      p.partial_floats(o.width, o.dim) * 4e-6);
   return buf;
 }
 
@@ -70,15 +76,17 @@ CheckResult check_outputs(const BwdProblem& p, VariantState& st) {
   const VerifyReport rb = verify("dbias", db, p.dbias, p.dbias_tol, {o.dim});
   CheckResult c;
   c.ok = rx.ok() && rw.ok() && rb.ok();
-  c.text = rx.summary() + "\n" + rx.details() + "  " + rw.summary() + "\n" + rw.details() + "  " + rb.summary() +
-           "\n" + rb.details();
+  c.text = rx.summary() + "\n" + rx.details() + "  " + rw.summary() + "\n" + rw.details() + "  " +
+           rb.summary() + "\n" + rb.details();
   if (st.reduction == Reduction::deterministic) {
     if (st.first_dweight.empty()) {
       st.first_dweight = st.out.dweight;
       st.first_dbias = st.out.dbias;
     } else {
-      const bool same = same_bits(st.first_dweight, st.out.dweight) && same_bits(st.first_dbias, st.out.dbias);
-      c.text += std::string("  dweight and dbias bitwise identical to the first run: ") + (same ? "yes" : "NO") + "\n";
+      const bool same =
+          same_bits(st.first_dweight, st.out.dweight) && same_bits(st.first_dbias, st.out.dbias);
+      c.text += std::string("  dweight and dbias bitwise identical to the first run: ") +
+                (same ? "yes" : "NO") + "\n";
       c.ok = c.ok && same;
     }
   }
@@ -102,7 +110,8 @@ void save_outputs(const VariantState& st, const Options& o, const std::string& d
   write_npy(dir + "/dx_" + st.name + ".npy", st.out.dx, {o.batch, o.seqlen, o.dim});
   write_npy(dir + "/dweight_" + st.name + ".npy", st.out.dweight.data(), "<f4", {o.dim, o.width});
   write_npy(dir + "/dbias_" + st.name + ".npy", st.out.dbias.data(), "<f4", {o.dim});
-  std::printf("  wrote dx_%s.npy, dweight_%s.npy, dbias_%s.npy\n", st.name.c_str(), st.name.c_str(), st.name.c_str());
+  std::printf("  wrote dx_%s.npy, dweight_%s.npy, dbias_%s.npy\n", st.name.c_str(), st.name.c_str(),
+              st.name.c_str());
 }
 
 MeasuredVariant make_variant(const BwdProblem& p, BwdBuffers& buf, VariantState& st) {
@@ -117,11 +126,13 @@ MeasuredVariant make_variant(const BwdProblem& p, BwdBuffers& buf, VariantState&
       std::fill(st.out.dbias.begin(), st.out.dbias.end(), std::nanf(""));
     }
     run_backward(buf, p, st.plan, ctx.rec);
-    if (ctx.poison_outputs) ctx.rec.d2h("copy dx, dweight, dbias to host", [&] { download_outputs(buf, st.out); });
+    if (ctx.poison_outputs)
+      ctx.rec.d2h("copy dx, dweight, dbias to host", [&] { download_outputs(buf, st.out); });
   };
   m.check = [&p, &st] { return check_outputs(p, st); };
   m.save_npy = [&p, &st](const std::string& dir) { save_outputs(st, p.opt, dir); };
-  // The whole backward (every kernel of a run) against the same bytes: the figure the goal is about.
+  // The whole backward (every kernel of a run) against the same bytes: the figure the goal is
+  // about.
   m.whole_run_name = "whole backward";
   m.whole_run_bytes = tensor_bytes(p.opt);
   return m;
@@ -136,9 +147,12 @@ void compare_reductions(const BwdProblem& p, const VariantState& a, const Varian
   };
   const double dw = max_diff(a.out.dweight, b.out.dweight), db = max_diff(a.out.dbias, b.out.dbias);
   const bool same = same_bits(a.out.dweight, b.out.dweight) && same_bits(a.out.dbias, b.out.dbias);
-  std::printf("\n%s vs %s: dweight max |difference| %.3e (%.3f of its atol), dbias %.3e (%.3f of its atol); %s\n",
-              a.name.c_str(), b.name.c_str(), dw, dw / p.dweight_tol.atol, db, db / p.dbias_tol.atol,
-              same ? "bitwise identical" : "not bitwise identical (atomics add in the order the blocks finish)");
+  std::printf(
+      "\n%s vs %s: dweight max |difference| %.3e (%.3f of its atol), dbias %.3e (%.3f of its "
+      "atol); %s\n",
+      a.name.c_str(), b.name.c_str(), dw, dw / p.dweight_tol.atol, db, db / p.dbias_tol.atol,
+      same ? "bitwise identical"
+           : "not bitwise identical (atomics add in the order the blocks finish)");
 }
 
 // The chapter on the frame (common/runner.h): its flags, memory, problem, variants and report.
@@ -157,21 +171,26 @@ class BackwardChapter : public Chapter {
     need.device_bytes = problem_device_bytes(opt, partial_floats_);
     // x, dout and one dx per variant in the storage type; x, dout, the reference dx in fp64; the
     // reference's scratch.
-    need.host_bytes = n * (int64_t(2 + states_.size()) * e + 3 * 8) + reference_backward_scratch_bytes(shape);
+    need.host_bytes =
+        n * (int64_t(2 + states_.size()) * e + 3 * 8) + reference_backward_scratch_bytes(shape);
     return need;
   }
 
   void describe(const Frame& f) override {
-    if (!flags_.preset.empty()) std::printf("preset: %s (flags after --preset override it)\n", flags_.preset.c_str());
-    for (const auto& st : states_) std::printf("%s: %s\n", st->name.c_str(), ch06::describe(st->plan, f.opt).c_str());
+    if (!flags_.preset.empty())
+      std::printf("preset: %s (flags after --preset override it)\n", flags_.preset.c_str());
+    for (const auto& st : states_)
+      std::printf("%s: %s\n", st->name.c_str(), ch06::describe(st->plan, f.opt).c_str());
   }
 
   std::string make_problem(const Frame& f) override {
     p_ = make_backward_problem(f.opt);
     char buf[256];
-    std::snprintf(buf, sizeof buf, "; tolerances: dx atol %.0e + rtol %.0e, dweight atol %.3e + rtol %.0e, "
-                  "dbias atol %.3e + rtol %.0e", p_.dx_tol.atol, p_.dx_tol.rtol, p_.dweight_tol.atol,
-                  p_.dweight_tol.rtol, p_.dbias_tol.atol, p_.dbias_tol.rtol);
+    std::snprintf(buf, sizeof buf,
+                  "; tolerances: dx atol %.0e + rtol %.0e, dweight atol %.3e + rtol %.0e, "
+                  "dbias atol %.3e + rtol %.0e",
+                  p_.dx_tol.atol, p_.dx_tol.rtol, p_.dweight_tol.atol, p_.dweight_tol.rtol,
+                  p_.dbias_tol.atol, p_.dbias_tol.rtol);
     return buf;
   }
 
@@ -197,7 +216,8 @@ class BackwardChapter : public Chapter {
     const ConvShape shape{opt.batch, opt.dim, opt.seqlen, opt.width};
     for (Reduction r : {Reduction::deterministic, Reduction::atomic}) {
       const bool det = r == Reduction::deterministic;
-      if (flags_.reduction != "both" && flags_.reduction != (det ? "deterministic" : "atomic")) continue;
+      if (flags_.reduction != "both" && flags_.reduction != (det ? "deterministic" : "atomic"))
+        continue;
       auto st = std::make_unique<VariantState>();
       st->reduction = r;
       st->plan = plan_backward(shape, r, flags_.tiles_per_block);

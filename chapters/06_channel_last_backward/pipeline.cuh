@@ -30,7 +30,8 @@ inline BwdBuffers upload_problem(const BwdProblem& p, int64_t partial_floats) {
   BwdBuffers b;
   auto upload = [](DeviceBuffer& dst, const HostArray& src) {
     dst = DeviceBuffer(src.bytes());
-    if (src.bytes()) GPU_CHECK(cudaMemcpy(dst.get(), src.data(), src.bytes(), cudaMemcpyHostToDevice));
+    if (src.bytes())
+      GPU_CHECK(cudaMemcpy(dst.get(), src.data(), src.bytes(), cudaMemcpyHostToDevice));
   };
   upload(b.x, p.x);
   upload(b.dout, p.dout);
@@ -60,8 +61,10 @@ struct BwdOutputs {
 inline void download_outputs(const BwdBuffers& b, BwdOutputs& out) {
   GPU_CHECK(cudaMemcpy(out.dx.data(), b.dx.get(), out.dx.bytes(), cudaMemcpyDeviceToHost));
   const size_t float_bytes = sizeof(float);
-  GPU_CHECK(cudaMemcpy(out.dweight.data(), b.dweight.get(), out.dweight.size() * float_bytes, cudaMemcpyDeviceToHost));
-  GPU_CHECK(cudaMemcpy(out.dbias.data(), b.dbias.get(), out.dbias.size() * float_bytes, cudaMemcpyDeviceToHost));
+  GPU_CHECK(cudaMemcpy(out.dweight.data(), b.dweight.get(), out.dweight.size() * float_bytes,
+                       cudaMemcpyDeviceToHost));
+  GPU_CHECK(cudaMemcpy(out.dbias.data(), b.dbias.get(), out.dbias.size() * float_bytes,
+                       cudaMemcpyDeviceToHost));
 }
 
 inline BwdOutputs empty_outputs(const BwdProblem& p) {
@@ -74,8 +77,8 @@ inline BwdOutputs empty_outputs(const BwdProblem& p) {
 
 // [docs:ch06_run]
 template <class HostT, class TileT = DefaultTile>  // host storage type: float, Half or BFloat16
-void run_backward(const BwdBuffers& b, const ConvShape& s, bool silu, bool has_bias, const BwdPlan& plan,
-                  PhaseRecorder& rec, cudaStream_t stream = 0) {
+void run_backward(const BwdBuffers& b, const ConvShape& s, bool silu, bool has_bias,
+                  const BwdPlan& plan, PhaseRecorder& rec, cudaStream_t stream = 0) {
   using T = device_t<HostT>;
   BwdArgs<T> a{};
   a.x = b.x.get<const T>();
@@ -92,26 +95,38 @@ void run_backward(const BwdBuffers& b, const ConvShape& s, bool silu, bool has_b
   a.dim = s.dim;
   a.tiles_per_seq = plan.tiles_per_seq;
   a.tiles_per_block = plan.tiles_per_block;
-  a.vectorized = s.dim % kPer16<T> == 0 && aligned_to(a.x, 16) && aligned_to(a.dout, 16) && aligned_to(a.dx, 16);
+  a.vectorized = s.dim % kPer16<T> == 0 && aligned_to(a.x, 16) && aligned_to(a.dout, 16) &&
+                 aligned_to(a.dx, 16);
 
   if (plan.sink == GradSink::atomics)
-    rec.kernel("memset dweight, dbias", [&] {
-      GPU_CHECK(cudaMemsetAsync(a.dweight, 0, b.dweight.bytes(), stream));
-      GPU_CHECK(cudaMemsetAsync(a.dbias, 0, b.dbias.bytes(), stream));
-    }, stream);
-  rec.kernel("conv_bwd_channel_last", [&] { launch_conv_bwd<T, TileT>(a, s.width, silu, plan, stream); }, stream);
+    rec.kernel(
+        "memset dweight, dbias",
+        [&] {
+          GPU_CHECK(cudaMemsetAsync(a.dweight, 0, b.dweight.bytes(), stream));
+          GPU_CHECK(cudaMemsetAsync(a.dbias, 0, b.dbias.bytes(), stream));
+        },
+        stream);
+  rec.kernel(
+      "conv_bwd_channel_last", [&] { launch_conv_bwd<T, TileT>(a, s.width, silu, plan, stream); },
+      stream);
   if (plan.sink == GradSink::partials)
-    rec.kernel("reduce_weight_grads", [&] {
-      launch_reduce_weight_grads(a.partials, plan.blocks_y, s.dim, s.width, a.dweight, a.dbias, stream);
-    }, stream);
+    rec.kernel(
+        "reduce_weight_grads",
+        [&] {
+          launch_reduce_weight_grads(a.partials, plan.blocks_y, s.dim, s.width, a.dweight, a.dbias,
+                                     stream);
+        },
+        stream);
 }
 // [/docs:ch06_run]
 
 // One run with the problem's options, dispatched on its storage type.
 template <class TileT = DefaultTile>
-void run_backward(const BwdBuffers& b, const BwdProblem& p, const BwdPlan& plan, PhaseRecorder& rec) {
+void run_backward(const BwdBuffers& b, const BwdProblem& p, const BwdPlan& plan,
+                  PhaseRecorder& rec) {
   dispatch_storage(p.opt.dtype, [&](auto tag) {
-    run_backward<typename decltype(tag)::type, TileT>(b, p.shape, p.opt.silu, p.opt.bias, plan, rec);
+    run_backward<typename decltype(tag)::type, TileT>(b, p.shape, p.opt.silu, p.opt.bias, plan,
+                                                      rec);
   });
 }
 

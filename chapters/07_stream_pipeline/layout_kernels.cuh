@@ -23,18 +23,21 @@
 
 namespace conv1d::ch07 {
 
-constexpr int kLayoutTile = 64;    // time rows x channels per block of either kernel
+constexpr int kLayoutTile = 64;  // time rows x channels per block of either kernel
 constexpr int kLayoutThreads = 256;
-constexpr int kHalves16 = 8;       // fp16 elements in 16 bytes
+constexpr int kHalves16 = 8;  // fp16 elements in 16 bytes
 
-// Row pitches of the chunk buffers that let both kernels take their 16-byte paths: a whole number of
-// tiles, plus (for x) the 8 columns that the halo of the last tile reaches into.
-inline int64_t img2col_pitch(int64_t n) { return ceil_div(n, kLayoutTile) * kLayoutTile + kHalves16; }
+// Row pitches of the chunk buffers that let both kernels take their 16-byte paths: a whole number
+// of tiles, plus (for x) the 8 columns that the halo of the last tile reaches into.
+inline int64_t img2col_pitch(int64_t n) {
+  return ceil_div(n, kLayoutTile) * kLayoutTile + kHalves16;
+}
 inline int64_t out_pitch(int64_t n) { return ceil_div(n, kLayoutTile) * kLayoutTile; }
 
 // Shared tiles are indexed [row][column] with rows padded by 2 halves (one 4-byte bank word): the
 // transposing reads walk down a column, and an odd number of words per row spreads them over banks.
-constexpr int kImgCols = kLayoutTile + kHalves16;  // times a tile of img2col reads: 64 + the halo, in vectors
+constexpr int kImgCols =
+    kLayoutTile + kHalves16;  // times a tile of img2col reads: 64 + the halo, in vectors
 constexpr int kImgPitch = kImgCols + 2;
 constexpr int kOutPitch = kLayoutTile + 2;
 
@@ -53,9 +56,10 @@ __device__ __forceinline__ Bytes16 pack8(const uint16_t* h) {
 // stores of 8 channels of one row of A; otherwise one element per access.
 template <bool kVec>
 __global__ void __launch_bounds__(kLayoutThreads)
-    img2col_channel_first(const uint16_t* __restrict__ x, int64_t x_pitch, int skip, uint16_t* __restrict__ a,
-                          int64_t n, int64_t dim, int width) {
-  __shared__ __align__(16) uint16_t tile[kLayoutTile][kImgPitch];  // [channel][time], the halo included
+    img2col_channel_first(const uint16_t* __restrict__ x, int64_t x_pitch, int skip,
+                          uint16_t* __restrict__ a, int64_t n, int64_t dim, int width) {
+  __shared__ __align__(16)
+      uint16_t tile[kLayoutTile][kImgPitch];  // [channel][time], the halo included
   const int64_t r0 = int64_t(blockIdx.x) * kLayoutTile, c0 = int64_t(blockIdx.y) * kLayoutTile;
   const int64_t valid_end = n + width - 1;  // columns [skip, valid_end) hold inputs
   constexpr int kPer = kVec ? kHalves16 : 1;
@@ -78,7 +82,8 @@ __global__ void __launch_bounds__(kLayoutThreads)
       for (int e = 0; e < kPer; ++e) h[e] = 0;
     }
 #pragma unroll
-    for (int e = 0; e < kPer; ++e) tile[c][j + e] = col + e >= skip && col + e < valid_end ? h[e] : uint16_t(0);
+    for (int e = 0; e < kPer; ++e)
+      tile[c][j + e] = col + e >= skip && col + e < valid_end ? h[e] : uint16_t(0);
   }
   __syncthreads();
   // 2. Write: consecutive threads take consecutive runs of channels of one row of A, for each tap k.
@@ -104,8 +109,8 @@ __global__ void __launch_bounds__(kLayoutThreads)
 // time, 16-byte stores of 8 times of one channel (times past n get zeros: the buffer's padding).
 template <bool kVec>
 __global__ void __launch_bounds__(kLayoutThreads)
-    time_to_channel_first(const uint16_t* __restrict__ c_mat, uint16_t* __restrict__ out, int64_t pitch, int64_t n,
-                          int64_t dim) {
+    time_to_channel_first(const uint16_t* __restrict__ c_mat, uint16_t* __restrict__ out,
+                          int64_t pitch, int64_t n, int64_t dim) {
   __shared__ __align__(16) uint16_t tile[kLayoutTile][kOutPitch];  // [time][channel]
   const int64_t r0 = int64_t(blockIdx.x) * kLayoutTile, c0 = int64_t(blockIdx.y) * kLayoutTile;
   constexpr int kPer = kVec ? kHalves16 : 1;
@@ -115,9 +120,11 @@ __global__ void __launch_bounds__(kLayoutThreads)
     const int r = i / kRuns, c = (i % kRuns) * kPer;
     const bool inside = r0 + r < n && c0 + c < dim;  // with kVec, a run is wholly in or out
     if constexpr (kVec) {
-      const Bytes16 v = inside ? *reinterpret_cast<const Bytes16*>(c_mat + (r0 + r) * dim + c0 + c) : Bytes16{};
+      const Bytes16 v =
+          inside ? *reinterpret_cast<const Bytes16*>(c_mat + (r0 + r) * dim + c0 + c) : Bytes16{};
 #pragma unroll
-      for (int e = 0; e < kPer; ++e) tile[r][c + e] = static_cast<uint16_t>(v.v[e / 2] >> (16 * (e % 2)));
+      for (int e = 0; e < kPer; ++e)
+        tile[r][c + e] = static_cast<uint16_t>(v.v[e / 2] >> (16 * (e % 2)));
     } else {
       tile[r][c] = inside ? c_mat[(r0 + r) * dim + c0 + c] : uint16_t(0);
     }
@@ -141,24 +148,27 @@ __global__ void __launch_bounds__(kLayoutThreads)
 
 // Launchers: the 16-byte path when D and the buffers allow it. Each returns the bytes one thread
 // moves per global access (16, or 2), so tests can see which path ran.
-inline int launch_img2col_channel_first(const uint16_t* x, int64_t x_pitch, int skip, uint16_t* a, int64_t n,
-                                        int64_t dim, int width, cudaStream_t s) {
-  const dim3 grid(static_cast<unsigned>(ceil_div(n, kLayoutTile)), static_cast<unsigned>(ceil_div(dim, kLayoutTile)));
-  const bool vec = dim % kHalves16 == 0 && x_pitch % kHalves16 == 0 && x_pitch >= img2col_pitch(n) &&
-                   aligned_to(x, 16) && aligned_to(a, 16);
+inline int launch_img2col_channel_first(const uint16_t* x, int64_t x_pitch, int skip, uint16_t* a,
+                                        int64_t n, int64_t dim, int width, cudaStream_t s) {
+  const dim3 grid(static_cast<unsigned>(ceil_div(n, kLayoutTile)),
+                  static_cast<unsigned>(ceil_div(dim, kLayoutTile)));
+  const bool vec = dim % kHalves16 == 0 && x_pitch % kHalves16 == 0 &&
+                   x_pitch >= img2col_pitch(n) && aligned_to(x, 16) && aligned_to(a, 16);
   if (vec)
     img2col_channel_first<true><<<grid, kLayoutThreads, 0, s>>>(x, x_pitch, skip, a, n, dim, width);
   else
-    img2col_channel_first<false><<<grid, kLayoutThreads, 0, s>>>(x, x_pitch, skip, a, n, dim, width);
+    img2col_channel_first<false>
+        <<<grid, kLayoutThreads, 0, s>>>(x, x_pitch, skip, a, n, dim, width);
   GPU_CHECK_LAUNCH("img2col_channel_first");
   return vec ? 16 : 2;
 }
 
-inline int launch_time_to_channel_first(const uint16_t* c_mat, uint16_t* out, int64_t pitch, int64_t n, int64_t dim,
-                                        cudaStream_t s) {
-  const dim3 grid(static_cast<unsigned>(ceil_div(n, kLayoutTile)), static_cast<unsigned>(ceil_div(dim, kLayoutTile)));
-  const bool vec = dim % kHalves16 == 0 && pitch % kHalves16 == 0 && pitch >= out_pitch(n) && aligned_to(c_mat, 16) &&
-                   aligned_to(out, 16);
+inline int launch_time_to_channel_first(const uint16_t* c_mat, uint16_t* out, int64_t pitch,
+                                        int64_t n, int64_t dim, cudaStream_t s) {
+  const dim3 grid(static_cast<unsigned>(ceil_div(n, kLayoutTile)),
+                  static_cast<unsigned>(ceil_div(dim, kLayoutTile)));
+  const bool vec = dim % kHalves16 == 0 && pitch % kHalves16 == 0 && pitch >= out_pitch(n) &&
+                   aligned_to(c_mat, 16) && aligned_to(out, 16);
   if (vec)
     time_to_channel_first<true><<<grid, kLayoutThreads, 0, s>>>(c_mat, out, pitch, n, dim);
   else

@@ -61,7 +61,8 @@ inline ChunkPlan plan_chunks(int64_t batch, int64_t seqlen, int streams, int64_t
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t j = 0; j < p.per_row; ++j) {
       const int64_t t0 = j * p.len;
-      p.chunks.push_back({b, t0, std::min(seqlen, t0 + p.len), static_cast<int>(p.chunks.size() % p.streams)});
+      p.chunks.push_back(
+          {b, t0, std::min(seqlen, t0 + p.len), static_cast<int>(p.chunks.size() % p.streams)});
     }
   return p;
 }
@@ -125,7 +126,10 @@ struct HostIo {
 class Pipeline {
  public:
   Pipeline(const ConvShape& shape, bool silu, int streams, int64_t per_row)
-      : shape_(shape), silu_(silu), plan_(plan_chunks(shape.batch, shape.seqlen, streams, per_row)), streams_(plan_.streams) {}
+      : shape_(shape),
+        silu_(silu),
+        plan_(plan_chunks(shape.batch, shape.seqlen, streams, per_row)),
+        streams_(plan_.streams) {}
   ~Pipeline() {
     if (exec_) cudaGraphExecDestroy(exec_);
     if (graph_) cudaGraphDestroy(graph_);
@@ -138,7 +142,8 @@ class Pipeline {
   // Device bytes the buffers take (for the memory check before anything is allocated).
   static int64_t device_bytes(const ConvShape& s, int streams, int64_t per_row) {
     const ChunkPlan p = plan_chunks(s.batch, s.seqlen, streams, per_row);
-    const int64_t slot = s.dim * img2col_pitch(p.len) + p.len * s.width * s.dim + p.len * s.dim + s.dim * out_pitch(p.len);
+    const int64_t slot = s.dim * img2col_pitch(p.len) + p.len * s.width * s.dim + p.len * s.dim +
+                         s.dim * out_pitch(p.len);
     return 2 * (p.streams * slot + s.width * s.dim * s.dim + s.dim * (s.width + 1));
   }
 
@@ -146,8 +151,8 @@ class Pipeline {
   // stream); the first run also allocates, recorded as such. `graph`: replay the captured work.
   void run(const HostIo& io, PhaseRecorder& rec, bool poison, bool graph) {
     if (slots_.empty()) rec.alloc("allocate buffers (first run only)", [&] { allocate(); });
-    if (graph && (!exec_ || captured_io_.x != io.x || captured_io_.out != io.out || captured_io_.weight != io.weight ||
-                  captured_io_.bias != io.bias))
+    if (graph && (!exec_ || captured_io_.x != io.x || captured_io_.out != io.out ||
+                  captured_io_.weight != io.weight || captured_io_.bias != io.bias))
       rec.host("capture graph (first run only)", [&] { capture(io); });
     if (poison) poison_buffers();
     if (graph) {
@@ -165,7 +170,8 @@ class Pipeline {
     const int64_t D = shape_.dim, W = shape_.width, n = plan_.len;
     for (int s = 0; s < plan_.streams; ++s) {
       Slot sl;
-      sl.x = DeviceBuffer(2 * D * img2col_pitch(n));  // rows padded so the layout kernels move 16 bytes
+      sl.x = DeviceBuffer(2 * D *
+                          img2col_pitch(n));  // rows padded so the layout kernels move 16 bytes
       sl.a = DeviceBuffer(2 * n * W * D);
       sl.c = DeviceBuffer(2 * n * D);
       sl.out = DeviceBuffer(2 * D * out_pitch(n));
@@ -207,14 +213,19 @@ class Pipeline {
   // [docs:enqueue_chunks]
   void enqueue(const HostIo& io, PhaseRecorder* rec) {
     const int64_t D = shape_.dim, L = shape_.seqlen, W = shape_.width;
-    const int64_t x_pitch = img2col_pitch(plan_.len), o_pitch = out_pitch(plan_.len);  // device rows
+    const int64_t x_pitch = img2col_pitch(plan_.len),
+                  o_pitch = out_pitch(plan_.len);  // device rows
     const size_t e = sizeof(uint16_t);
     stage(rec, Category::h2d, "h2d weight", 0, [&] {
-      GPU_CHECK(cudaMemcpyAsync(weight_.get(), io.weight, e * D * W, cudaMemcpyHostToDevice, streams_[0]));
-      if (io.bias) GPU_CHECK(cudaMemcpyAsync(bias_.get(), io.bias, e * D, cudaMemcpyHostToDevice, streams_[0]));
+      GPU_CHECK(cudaMemcpyAsync(weight_.get(), io.weight, e * D * W, cudaMemcpyHostToDevice,
+                                streams_[0]));
+      if (io.bias)
+        GPU_CHECK(
+            cudaMemcpyAsync(bias_.get(), io.bias, e * D, cudaMemcpyHostToDevice, streams_[0]));
     });
     stage(rec, Category::kernel, "expand_weights", 0, [&] {
-      launch_expand_weights(weight_.get<Half>(), bw_.get<Half>(), D, static_cast<int>(W), streams_[0]);
+      launch_expand_weights(weight_.get<Half>(), bw_.get<Half>(), D, static_cast<int>(W),
+                            streams_[0]);
     });
     streams_.fork();
     for (const Chunk& ch : plan_.chunks) {
@@ -222,27 +233,35 @@ class Pipeline {
       const cudaStream_t s = streams_[ch.stream];
       const int64_t n = ch.t1 - ch.t0;
       const int64_t halo = std::min<int64_t>(W - 1, ch.t0);  // inputs before t0 that exist
-      const int skip = static_cast<int>(W - 1 - halo);        // buffer columns before t = 0
+      const int skip = static_cast<int>(W - 1 - halo);       // buffer columns before t = 0
       // x[b, :, t0 - halo .. t1): D rows of n + halo elements, L apart on the host.
       stage(rec, Category::h2d, "h2d x chunk", ch.stream, [&] {
-        GPU_CHECK(cudaMemcpy2DAsync(sl.x.get<uint16_t>() + skip, e * x_pitch, io.x + (ch.b * D) * L + ch.t0 - halo,
-                                    e * L, e * (n + halo), D, cudaMemcpyHostToDevice, s));
+        GPU_CHECK(cudaMemcpy2DAsync(sl.x.get<uint16_t>() + skip, e * x_pitch,
+                                    io.x + (ch.b * D) * L + ch.t0 - halo, e * L, e * (n + halo), D,
+                                    cudaMemcpyHostToDevice, s));
       });
       stage(rec, Category::kernel, "img2col_channel_first", ch.stream, [&] {
-        launch_img2col_channel_first(sl.x.get<uint16_t>(), x_pitch, skip, sl.a.get<uint16_t>(), n, D,
-                                     static_cast<int>(W), s);
+        launch_img2col_channel_first(sl.x.get<uint16_t>(), x_pitch, skip, sl.a.get<uint16_t>(), n,
+                                     D, static_cast<int>(W), s);
       });
-      const ch05::GemmArgs g{sl.a.get<__half>(), bw_.get<__half>(), sl.c.get<__half>(),
-                             io.bias ? bias_.get<__half>() : nullptr, silu_, n, D, W * D};
+      const ch05::GemmArgs g{sl.a.get<__half>(),
+                             bw_.get<__half>(),
+                             sl.c.get<__half>(),
+                             io.bias ? bias_.get<__half>() : nullptr,
+                             silu_,
+                             n,
+                             D,
+                             W * D};
       stage(rec, Category::kernel, "wmma_gemm_sparse", ch.stream,
             [&] { ch05::launch_wmma_sparse(g, static_cast<int>(W), s); });
       stage(rec, Category::kernel, "time_to_channel_first", ch.stream, [&] {
-        launch_time_to_channel_first(sl.c.get<uint16_t>(), sl.out.get<uint16_t>(), o_pitch, n, D, s);
+        launch_time_to_channel_first(sl.c.get<uint16_t>(), sl.out.get<uint16_t>(), o_pitch, n, D,
+                                     s);
       });
       // out chunk [D, n] (rows o_pitch apart on the device) into out[b, :, t0 .. t1).
       stage(rec, Category::d2h, "d2h out chunk", ch.stream, [&] {
-        GPU_CHECK(cudaMemcpy2DAsync(io.out + (ch.b * D) * L + ch.t0, e * L, sl.out.get<uint16_t>(), e * o_pitch, e * n, D,
-                                    cudaMemcpyDeviceToHost, s));
+        GPU_CHECK(cudaMemcpy2DAsync(io.out + (ch.b * D) * L + ch.t0, e * L, sl.out.get<uint16_t>(),
+                                    e * o_pitch, e * n, D, cudaMemcpyDeviceToHost, s));
       });
     }
     streams_.join();
@@ -298,8 +317,9 @@ inline std::unique_ptr<HostData> host_data(const FwdProblem& p, bool pinned) {
 
 // The stages of one chunk, as named in the phase records, in the order they run.
 inline const std::vector<std::string>& chunk_stages() {
-  static const std::vector<std::string> names{"h2d x chunk", "img2col_channel_first", "wmma_gemm_sparse",
-                                              "time_to_channel_first", "d2h out chunk"};
+  static const std::vector<std::string> names{"h2d x chunk", "img2col_channel_first",
+                                              "wmma_gemm_sparse", "time_to_channel_first",
+                                              "d2h out chunk"};
   return names;
 }
 

@@ -1,9 +1,9 @@
 // Chapter 08, step 3 (`chunked`, channel-first): kVecs vectors per thread. A warp takes a chunk of
 // kVecs * 32 consecutive vectors; lane l holds vectors l, l + 32, l + 64, ... of it, so each of its
 // loads is still one coalesced 512-byte run per warp. All kVecs loads are issued before the first
-// output is computed, so each thread has kVecs * 16 bytes in flight instead of 16, and the warp pays
-// the one halo load from memory (lane 0's, at the start of the chunk) once per kVecs vectors: lane 0's
-// halo for its next vector is lane 31's current one, carried over by shuffle.
+// output is computed, so each thread has kVecs * 16 bytes in flight instead of 16, and the warp
+// pays the one halo load from memory (lane 0's, at the start of the chunk) once per kVecs vectors:
+// lane 0's halo for its next vector is lane 31's current one, carried over by shuffle.
 #pragma once
 
 #include <stdexcept>
@@ -27,14 +27,17 @@ __global__ void conv_fwd_cf_chunked(DirectArgs<T> a, FastDivmod by_len, FastDivm
   // 1. Every load first: the chunk's vectors, their filters, and the halo of the whole chunk (lane 0).
   Vec<T, kPer> cur[kVecs];
 #pragma unroll
-  for (int j = 0; j < kVecs; ++j) cur[j] = first_element(j) < n ? load_or_tail<T, kPer>(a.x, first_element(j), n) : zero_vec<T, kPer>();
+  for (int j = 0; j < kVecs; ++j)
+    cur[j] = first_element(j) < n ? load_or_tail<T, kPer>(a.x, first_element(j), n)
+                                  : zero_vec<T, kPer>();
   CfSpot<W> spot[kVecs];  // and their filters, loaded while the vectors are on their way
 #pragma unroll
   for (int j = 0; j < kVecs; ++j) spot[j] = cf_spot<T, W>(a, by_len, by_dim, first_element(j));
   Bytes16 carry{};  // lane 0: the vector before its next one
-  if (lane == 0 && chunk0 > 0 && chunk0 < n) carry = *reinterpret_cast<const Bytes16*>(a.x + chunk0 - kPer);
+  if (lane == 0 && chunk0 > 0 && chunk0 < n)
+    carry = *reinterpret_cast<const Bytes16*>(a.x + chunk0 - kPer);
 
-  // 2. Down the chunk: each vector's halo from the lane below, lane 0's from the carry.
+    // 2. Down the chunk: each vector's halo from the lane below, lane 0's from the carry.
 #pragma unroll
   for (int j = 0; j < kVecs; ++j) {
     const Bytes16 words = bit_cast<Bytes16>(cur[j]);
@@ -85,9 +88,11 @@ void launch_cf_chunked(const DirectArgs<T>& a, int width, int vecs_per_thread, c
       case 2: kernel = conv_fwd_cf_chunked<T, W, 2>; break;
       case 4: kernel = conv_fwd_cf_chunked<T, W, 4>; break;
       case 8: kernel = conv_fwd_cf_chunked<T, W, 8>; break;
-      default: throw std::invalid_argument("conv_fwd_cf_chunked: vectors per thread must be 1, 2, 4 or 8");
+      default:
+        throw std::invalid_argument("conv_fwd_cf_chunked: vectors per thread must be 1, 2, 4 or 8");
     }
-    launch_or_describe("conv_fwd_cf_chunked", kernel, blocks, kChunkedThreads, s, facts, a, by_len, by_dim);
+    launch_or_describe("conv_fwd_cf_chunked", kernel, blocks, kChunkedThreads, s, facts, a, by_len,
+                       by_dim);
   });
 }
 

@@ -43,13 +43,15 @@ __global__ void conv_fwd_cf_vector(DirectArgs<T> a, FastDivmod by_len, FastDivmo
 constexpr int kCfThreads = 256;
 
 template <class T>
-void launch_cf_vector(const DirectArgs<T>& a, int width, cudaStream_t s = 0, KernelFacts* facts = nullptr) {
+void launch_cf_vector(const DirectArgs<T>& a, int width, cudaStream_t s = 0,
+                      KernelFacts* facts = nullptr) {
   require_vector_alignment(a);
   const FastDivmod by_len(a.seqlen), by_dim(a.dim);
-  const int64_t blocks = ceil_div(ceil_div(a.elements(), kPer16<T>), kCfThreads);  // a thread per vector
+  const int64_t blocks =
+      ceil_div(ceil_div(a.elements(), kPer16<T>), kCfThreads);  // a thread per vector
   dispatch_width(width, [&](auto w) {
-    launch_or_describe("conv_fwd_cf_vector", conv_fwd_cf_vector<T, decltype(w)::value>, blocks, kCfThreads, s, facts,
-                       a, by_len, by_dim);
+    launch_or_describe("conv_fwd_cf_vector", conv_fwd_cf_vector<T, decltype(w)::value>, blocks,
+                       kCfThreads, s, facts, a, by_len, by_dim);
   });
 }
 

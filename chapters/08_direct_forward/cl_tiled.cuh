@@ -1,10 +1,10 @@
-// Chapter 08, channel-last step 3 (`tiled`): a thread keeps its N channels and walks down kRows time
-// steps. The W-1 rows before its first are the tile's halo (loaded once); after that each row is
-// loaded once, used by the W outputs that need it from a window in registers, and dropped. So x is
-// read (kRows + W - 1) / kRows times instead of W times, the filters are loaded once per kRows rows
-// instead of once per row, and rows are loaded kBatch at a time before any is used, so a thread has
-// kBatch accesses in flight. The tile is coalesced along D (neighbouring threads, neighbouring
-// channels) and its halo runs along L.
+// Chapter 08, channel-last step 3 (`tiled`): a thread keeps its N channels and walks down kRows
+// time steps. The W-1 rows before its first are the tile's halo (loaded once); after that each row
+// is loaded once, used by the W outputs that need it from a window in registers, and dropped. So x
+// is read (kRows + W - 1) / kRows times instead of W times, the filters are loaded once per kRows
+// rows instead of once per row, and rows are loaded kBatch at a time before any is used, so a
+// thread has kBatch accesses in flight. The tile is coalesced along D (neighbouring threads,
+// neighbouring channels) and its halo runs along L.
 #pragma once
 
 #include <stdexcept>
@@ -20,7 +20,8 @@ constexpr int kTileBatch = 8;  // rows loaded together, before any of them is us
 template <class T, int W, int N, int kRows>
 __global__ void conv_fwd_cl_tiled(DirectArgs<T> a, FastDivmod by_cols, FastDivmod by_tiles) {
   static_assert(kRows % kTileBatch == 0, "rows come in batches");
-  const int64_t item = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;  // (b * tiles + tile) * D/N + column
+  const int64_t item =
+      blockIdx.x * int64_t(blockDim.x) + threadIdx.x;  // (b * tiles + tile) * D/N + column
   const int64_t bt = by_cols.div(item);
   const int64_t b = by_tiles.div(bt);
   if (b >= a.batch) return;
@@ -39,12 +40,14 @@ __global__ void conv_fwd_cl_tiled(DirectArgs<T> a, FastDivmod by_cols, FastDivmo
   }
 #pragma unroll
   for (int r0 = 0; r0 < kRows; r0 += kTileBatch) {
-    if (t0 + r0 < a.seqlen) {  // (guards, not breaks: the loops unroll fully and rows[] stays in registers)
+    if (t0 + r0 <
+        a.seqlen) {  // (guards, not breaks: the loops unroll fully and rows[] stays in registers)
       Vec<T, N> rows[kTileBatch];
 #pragma unroll
       for (int r = 0; r < kTileBatch; ++r)
-        rows[r] = t0 + r0 + r < a.seqlen ? *reinterpret_cast<const Vec<T, N>*>(x + (t0 + r0 + r) * a.dim)
-                                         : zero_vec<T, N>();
+        rows[r] = t0 + r0 + r < a.seqlen
+                      ? *reinterpret_cast<const Vec<T, N>*>(x + (t0 + r0 + r) * a.dim)
+                      : zero_vec<T, N>();
 #pragma unroll
       for (int r = 0; r < kTileBatch; ++r) {
         const int64_t t = t0 + r0 + r;
@@ -52,7 +55,8 @@ __global__ void conv_fwd_cl_tiled(DirectArgs<T> a, FastDivmod by_cols, FastDivmo
         for (int k = 0; k < W - 1; ++k) win[k] = win[k + 1];
         win[W - 1] = rows[r];
         if (t < a.seqlen)
-          *reinterpret_cast<Vec<T, N>*>(out + t * a.dim) = cl_outputs<T, W, N>(f, win, taps_inside<W>(t), a.silu);
+          *reinterpret_cast<Vec<T, N>*>(out + t * a.dim) =
+              cl_outputs<T, W, N>(f, win, taps_inside<W>(t), a.silu);
       }
     }
   }
@@ -61,10 +65,11 @@ __global__ void conv_fwd_cl_tiled(DirectArgs<T> a, FastDivmod by_cols, FastDivmo
 
 constexpr int kClTiledThreads = 128;
 
-// Rows per thread: the most (of 32, 16, 8) that still give every multiprocessor `kFill` threads' worth
-// of items, so short sequences and narrow D still fill the GPU; `rows` > 0 asks for one.
+// Rows per thread: the most (of 32, 16, 8) that still give every multiprocessor `kFill` threads'
+// worth of items, so short sequences and narrow D still fill the GPU; `rows` > 0 asks for one.
 constexpr int64_t kFill = 2048;
-inline int cl_tiled_rows(int64_t batch, int64_t seqlen, int64_t columns, int sm_count, int rows = 0) {
+inline int cl_tiled_rows(int64_t batch, int64_t seqlen, int64_t columns, int sm_count,
+                         int rows = 0) {
   if (rows > 0) return rows;
   for (int r : {32, 16})
     if (batch * ceil_div(seqlen, r) * columns >= int64_t(sm_count) * kFill) return r;
@@ -72,13 +77,14 @@ inline int cl_tiled_rows(int64_t batch, int64_t seqlen, int64_t columns, int sm_
 }
 
 template <class T>
-void launch_cl_tiled(const DirectArgs<T>& a, int width, int rows, int max_access_bytes = 16, cudaStream_t s = 0,
-                     KernelFacts* facts = nullptr) {
+void launch_cl_tiled(const DirectArgs<T>& a, int width, int rows, int max_access_bytes = 16,
+                     cudaStream_t s = 0, KernelFacts* facts = nullptr) {
   dispatch_access(a, max_access_bytes, [&](auto access) {
     constexpr int N = decltype(access)::value;
     const int64_t columns = a.dim / N, tiles = ceil_div(a.seqlen, rows);
     const FastDivmod by_cols(columns), by_tiles(tiles);
-    const int64_t blocks = ceil_div(a.batch * tiles * columns, kClTiledThreads);  // a thread per tile and column
+    const int64_t blocks =
+        ceil_div(a.batch * tiles * columns, kClTiledThreads);  // a thread per tile and column
     dispatch_width(width, [&](auto w) {
       constexpr int W = decltype(w)::value;
       void (*kernel)(DirectArgs<T>, FastDivmod, FastDivmod) = nullptr;
@@ -86,9 +92,11 @@ void launch_cl_tiled(const DirectArgs<T>& a, int width, int rows, int max_access
         case 8: kernel = conv_fwd_cl_tiled<T, W, N, 8>; break;
         case 16: kernel = conv_fwd_cl_tiled<T, W, N, 16>; break;
         case 32: kernel = conv_fwd_cl_tiled<T, W, N, 32>; break;
-        default: throw std::invalid_argument("conv_fwd_cl_tiled: rows per thread must be 8, 16 or 32");
+        default:
+          throw std::invalid_argument("conv_fwd_cl_tiled: rows per thread must be 8, 16 or 32");
       }
-      launch_or_describe("conv_fwd_cl_tiled", kernel, blocks, kClTiledThreads, s, facts, a, by_cols, by_tiles);
+      launch_or_describe("conv_fwd_cl_tiled", kernel, blocks, kClTiledThreads, s, facts, a, by_cols,
+                         by_tiles);
     });
   });
 }

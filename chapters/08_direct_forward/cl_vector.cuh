@@ -16,7 +16,8 @@ namespace conv1d::ch08 {
 
 // The filters of channels d0 .. d0+N-1.
 template <int W, int N, class T>
-__device__ __forceinline__ void load_filters(const DirectArgs<T>& a, int64_t d0, Filter<W> (&f)[N]) {
+__device__ __forceinline__ void load_filters(const DirectArgs<T>& a, int64_t d0,
+                                             Filter<W> (&f)[N]) {
 #pragma unroll
   for (int i = 0; i < N; ++i) f[i] = load_filter<W>(a, d0 + i);
 }
@@ -25,8 +26,8 @@ __device__ __forceinline__ void load_filters(const DirectArgs<T>& a, int64_t d0,
 // back), `valid` saying which of them lie at or after t = 0. The rows stay in their storage type
 // (fewer registers than fp32 copies) and are converted where they are used.
 template <class T, int W, int N>
-__device__ __forceinline__ Vec<T, N> cl_outputs(const Filter<W> (&f)[N], const Vec<T, N> (&in)[W], unsigned valid,
-                                                bool silu) {
+__device__ __forceinline__ Vec<T, N> cl_outputs(const Filter<W> (&f)[N], const Vec<T, N> (&in)[W],
+                                                unsigned valid, bool silu) {
   float y[N], taps[N][W];
 #pragma unroll
   for (int i = 0; i < N; ++i)
@@ -54,11 +55,13 @@ __global__ void conv_fwd_cl_vector(DirectArgs<T> a, FastDivmod by_cols, FastDivm
 #pragma unroll
   for (int k = 0; k < W; ++k) {
     const int64_t back = W - 1 - k;  // tap k: the row `back` steps earlier, if it exists
-    rows[k] = t >= back ? *reinterpret_cast<const Vec<T, N>*>(a.x + (bt - back) * a.dim + d0) : zero_vec<T, N>();
+    rows[k] = t >= back ? *reinterpret_cast<const Vec<T, N>*>(a.x + (bt - back) * a.dim + d0)
+                        : zero_vec<T, N>();
   }
   Filter<W> f[N];
   load_filters<W, N>(a, d0, f);
-  *reinterpret_cast<Vec<T, N>*>(a.out + bt * a.dim + d0) = cl_outputs<T, W, N>(f, rows, taps_inside<W>(t), a.silu);
+  *reinterpret_cast<Vec<T, N>*>(a.out + bt * a.dim + d0) =
+      cl_outputs<T, W, N>(f, rows, taps_inside<W>(t), a.silu);
 }
 // [/docs:ch08_cl_vector]
 
@@ -68,8 +71,8 @@ __global__ void conv_fwd_cl_vector(DirectArgs<T> a, FastDivmod by_cols, FastDivm
 template <class T>
 int cl_access_elements(const DirectArgs<T>& a, int max_bytes = 16) {
   for (int n = kPer16<T>; n > 1; n /= 2)
-    if (n * static_cast<int>(sizeof(T)) <= max_bytes && a.dim % n == 0 && aligned_to(a.x, n * sizeof(T)) &&
-        aligned_to(a.out, n * sizeof(T)))
+    if (n * static_cast<int>(sizeof(T)) <= max_bytes && a.dim % n == 0 &&
+        aligned_to(a.x, n * sizeof(T)) && aligned_to(a.out, n * sizeof(T)))
       return n;
   return 1;
 }
@@ -78,7 +81,9 @@ int cl_access_elements(const DirectArgs<T>& a, int max_bytes = 16) {
 template <class T, class F>
 void dispatch_access(const DirectArgs<T>& a, int max_bytes, F&& f) {
   switch (cl_access_elements(a, max_bytes)) {
-    case 8: if constexpr (kPer16<T> >= 8) f(std::integral_constant<int, 8>{}); break;
+    case 8:
+      if constexpr (kPer16<T> >= 8) f(std::integral_constant<int, 8>{});
+      break;
     case 4: f(std::integral_constant<int, 4>{}); break;
     case 2: f(std::integral_constant<int, 2>{}); break;
     default: f(std::integral_constant<int, 1>{}); break;
@@ -88,15 +93,15 @@ void dispatch_access(const DirectArgs<T>& a, int max_bytes, F&& f) {
 constexpr int kClThreads = 128;
 
 template <class T>
-void launch_cl_vector(const DirectArgs<T>& a, int width, int max_access_bytes = 16, cudaStream_t s = 0,
-                      KernelFacts* facts = nullptr) {
+void launch_cl_vector(const DirectArgs<T>& a, int width, int max_access_bytes = 16,
+                      cudaStream_t s = 0, KernelFacts* facts = nullptr) {
   dispatch_access(a, max_access_bytes, [&](auto access) {
     constexpr int N = decltype(access)::value;
     const FastDivmod by_cols(a.dim / N), by_len(a.seqlen);
     const int64_t blocks = ceil_div(a.elements() / N, kClThreads);  // a thread per vector
     dispatch_width(width, [&](auto w) {
-      launch_or_describe("conv_fwd_cl_vector", conv_fwd_cl_vector<T, decltype(w)::value, N>, blocks, kClThreads, s,
-                         facts, a, by_cols, by_len);
+      launch_or_describe("conv_fwd_cl_vector", conv_fwd_cl_vector<T, decltype(w)::value, N>, blocks,
+                         kClThreads, s, facts, a, by_cols, by_len);
     });
   });
 }

@@ -49,11 +49,12 @@ __device__ __forceinline__ Filter<W> load_filter(const DirectArgs<T>& a, int64_t
 
 // One output from its window: in[k] is the input k - (W-1) steps back. kMasked: `valid` (a bit per
 // tap) says which taps lie at or after t = 0, and only those count; otherwise every tap does. Most
-// outputs are far from t = 0: they take the unmasked form, W fused multiply-adds and no tests, which
-// matters in a kernel that has a budget of a few instructions per element (16-bit storage at the
-// copy ceiling).
+// outputs are far from t = 0: they take the unmasked form, W fused multiply-adds and no tests,
+// which matters in a kernel that has a budget of a few instructions per element (16-bit storage at
+// the copy ceiling).
 template <int W, bool kMasked = true>
-__device__ __forceinline__ float conv_output(const Filter<W>& f, const float* in, unsigned valid, bool silu) {
+__device__ __forceinline__ float conv_output(const Filter<W>& f, const float* in, unsigned valid,
+                                             bool silu) {
   float acc = f.bias;
 #pragma unroll
   for (int k = 0; k < W; ++k)
@@ -105,8 +106,8 @@ __device__ __forceinline__ Vec<T, N> load_or_tail(const T* __restrict__ p, int64
   return v;
 }
 
-// N fp32 values rounded to T: two at a time for the 16-bit types (one cvt.rn.bf16x2/f16x2 instruction
-// for two values on sm_80 and later).
+// N fp32 values rounded to T: two at a time for the 16-bit types (one cvt.rn.bf16x2/f16x2
+// instruction for two values on sm_80 and later).
 template <class T, int N>
 __device__ __forceinline__ Vec<T, N> from_floats(const float* y) {
   Vec<T, N> v;
@@ -120,7 +121,7 @@ __device__ __forceinline__ Vec<T, N> from_floats(const float* y) {
     }
   } else
 #endif
-  if constexpr (N % 2 == 0 && std::is_same_v<T, __half>) {
+      if constexpr (N % 2 == 0 && std::is_same_v<T, __half>) {
 #pragma unroll
     for (int i = 0; i < N; i += 2) {
       const __half2 two = __floats2half2_rn(y[i], y[i + 1]);
@@ -135,7 +136,8 @@ __device__ __forceinline__ Vec<T, N> from_floats(const float* y) {
 }
 
 template <class T, int N>
-__device__ __forceinline__ void store_or_tail(T* __restrict__ p, int64_t e0, int64_t n, const float* y) {
+__device__ __forceinline__ void store_or_tail(T* __restrict__ p, int64_t e0, int64_t n,
+                                              const float* y) {
   const Vec<T, N> v = from_floats<T, N>(y);
   if (e0 + N <= n) {
     *reinterpret_cast<Vec<T, N>*>(p + e0) = v;
@@ -144,13 +146,14 @@ __device__ __forceinline__ void store_or_tail(T* __restrict__ p, int64_t e0, int
   }
 }
 
-// The channel-first vector kernels read and write whole 16-byte vectors of the flat tensor: x and out
-// must start on a 16-byte boundary (cudaMalloc's are; an offset view may not be).
+// The channel-first vector kernels read and write whole 16-byte vectors of the flat tensor: x and
+// out must start on a 16-byte boundary (cudaMalloc's are; an offset view may not be).
 template <class T>
 void require_vector_alignment(const DirectArgs<T>& a) {
   if (!aligned_to(a.x, 16) || !aligned_to(a.out, 16))
-    throw std::invalid_argument("the channel-first vector kernels need x and out 16-byte aligned (the naive kernel "
-                                "takes any pointer)");
+    throw std::invalid_argument(
+        "the channel-first vector kernels need x and out 16-byte aligned (the naive kernel "
+        "takes any pointer)");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -165,7 +168,8 @@ struct CfWindow {
 
 // The window from the vector itself and the one before it (its last W-1 elements are the halo).
 template <class T, int W>
-__device__ __forceinline__ CfWindow<T, W> cf_window(const Vec<T, kPer16<T>>& prev, const Vec<T, kPer16<T>>& cur) {
+__device__ __forceinline__ CfWindow<T, W> cf_window(const Vec<T, kPer16<T>>& prev,
+                                                    const Vec<T, kPer16<T>>& cur) {
   constexpr int kPer = kPer16<T>;
   CfWindow<T, W> win;
 #pragma unroll
@@ -176,12 +180,13 @@ __device__ __forceinline__ CfWindow<T, W> cf_window(const Vec<T, kPer16<T>>& pre
 }
 
 // Where a vector lies, and its filter. Almost every vector lies inside one row: one channel, one
-// filter, and only the first W-1 outputs of a row need their taps masked. The filter is loaded here,
-// before the kernel waits for x, so that the two loads overlap instead of following each other.
+// filter, and only the first W-1 outputs of a row need their taps masked. The filter is loaded
+// here, before the kernel waits for x, so that the two loads overlap instead of following each
+// other.
 template <int W>
 struct CfSpot {
-  int64_t t0;       // position of the vector's first element in its row
-  bool one_row;     // the vector lies inside one row (so f is its filter)
+  int64_t t0;    // position of the vector's first element in its row
+  bool one_row;  // the vector lies inside one row (so f is its filter)
   Filter<W> f;
 };
 
@@ -199,15 +204,17 @@ __device__ __forceinline__ CfSpot<W> cf_spot(const DirectArgs<T>& a, const FastD
 // The outputs of one vector. A vector across the end of a row (L not a multiple of kPer, or L
 // shorter than a vector) takes the general path, element by element.
 template <class T, int W>
-__device__ __forceinline__ void cf_outputs(const DirectArgs<T>& a, const FastDivmod& by_len, const FastDivmod& by_dim,
-                                           int64_t e0, const CfSpot<W>& s, const CfWindow<T, W>& win, float* y) {
+__device__ __forceinline__ void cf_outputs(const DirectArgs<T>& a, const FastDivmod& by_len,
+                                           const FastDivmod& by_dim, int64_t e0, const CfSpot<W>& s,
+                                           const CfWindow<T, W>& win, float* y) {
   constexpr int kPer = kPer16<T>;
   if (s.one_row && s.t0 >= W - 1) {  // every output of the vector has all its taps
 #pragma unroll
     for (int i = 0; i < kPer; ++i) y[i] = conv_output<W, false>(s.f, &win.v[i], 0, a.silu);
   } else if (s.one_row) {  // the start of a row
 #pragma unroll
-    for (int i = 0; i < kPer; ++i) y[i] = conv_output<W>(s.f, &win.v[i], taps_inside<W>(s.t0 + i), a.silu);
+    for (int i = 0; i < kPer; ++i)
+      y[i] = conv_output<W>(s.f, &win.v[i], taps_inside<W>(s.t0 + i), a.silu);
   } else {
 #pragma unroll
     for (int i = 0; i < kPer; ++i) {

@@ -51,26 +51,37 @@ struct Step {
   Layout layout;
   std::string idea;  // "chunked", "vector", "naive", "tiled"
   std::string kernel;
-  std::string name() const { return std::string(layout == Layout::channel_first ? "cf_" : "cl_") + idea; }
+  std::string name() const {
+    return std::string(layout == Layout::channel_first ? "cf_" : "cl_") + idea;
+  }
 };
 
 const std::vector<Step>& all_steps() {
   static const std::vector<Step> steps{
-      {Layout::channel_first, "chunked", "conv_fwd_cf_chunked"}, {Layout::channel_first, "vector", "conv_fwd_cf_vector"},
-      {Layout::channel_first, "naive", "conv_fwd_naive"},        {Layout::channel_last, "tiled", "conv_fwd_cl_tiled"},
-      {Layout::channel_last, "vector", "conv_fwd_cl_vector"},    {Layout::channel_last, "naive", "conv_fwd_naive"},
+      {Layout::channel_first, "chunked", "conv_fwd_cf_chunked"},
+      {Layout::channel_first, "vector", "conv_fwd_cf_vector"},
+      {Layout::channel_first, "naive", "conv_fwd_naive"},
+      {Layout::channel_last, "tiled", "conv_fwd_cl_tiled"},
+      {Layout::channel_last, "vector", "conv_fwd_cl_vector"},
+      {Layout::channel_last, "naive", "conv_fwd_naive"},
   };
   return steps;
 }
 
 // Launches step `st` on `a` (or, with `facts`, only describes the kernel it would launch).
 template <class T>
-void launch_step(const Step& st, const DirectArgs<T>& a, int width, const Choices& c, KernelFacts* facts) {
-  if (st.idea == "naive") launch_naive(a, st.layout, width, 0, facts);
-  else if (st.idea == "vector" && st.layout == Layout::channel_first) launch_cf_vector(a, width, 0, facts);
-  else if (st.idea == "chunked") launch_cf_chunked(a, width, c.vectors, 0, facts);
-  else if (st.idea == "vector") launch_cl_vector(a, width, c.access_bytes, 0, facts);
-  else launch_cl_tiled(a, width, c.rows, c.access_bytes, 0, facts);
+void launch_step(const Step& st, const DirectArgs<T>& a, int width, const Choices& c,
+                 KernelFacts* facts) {
+  if (st.idea == "naive")
+    launch_naive(a, st.layout, width, 0, facts);
+  else if (st.idea == "vector" && st.layout == Layout::channel_first)
+    launch_cf_vector(a, width, 0, facts);
+  else if (st.idea == "chunked")
+    launch_cf_chunked(a, width, c.vectors, 0, facts);
+  else if (st.idea == "vector")
+    launch_cl_vector(a, width, c.access_bytes, 0, facts);
+  else
+    launch_cl_tiled(a, width, c.rows, c.access_bytes, 0, facts);
 }
 
 // The bytes a forward must move (x read, out written, the filters) and its arithmetic (W
@@ -82,7 +93,8 @@ KernelModel model(const Step& st, const Options& o) {
 }
 
 ChapterSpec chapter_spec() {
-  ChapterSpec s{"08", "direct_forward", "the direct forward, channel-first and channel-last, at the bandwidth limit"};
+  ChapterSpec s{"08", "direct_forward",
+                "the direct forward, channel-first and channel-last, at the bandwidth limit"};
   s.dtypes = {Dtype::fp32, Dtype::fp16, Dtype::bf16};
   s.defaults.dtype = Dtype::bf16;
   s.bias = s.silu = true;
@@ -94,16 +106,20 @@ class DirectForwardChapter : public Chapter {
   DirectForwardChapter() : Chapter(chapter_spec()) {}
 
   std::vector<ExtraFlag> flags(Options*) override {
-    return {choice_flag("--layout", &flags_.layout, {"channel-first", "channel-last", "both"},
-                        "layout of x and out: channel-first [B,D,L], channel-last [B,L,D] or both (default)"),
-            choice_flag("--variant", &flags_.variant, {"all", "chunked", "vector", "naive", "tiled"},
-                        "all (default) or one step: chunked (channel-first), tiled (channel-last), vector, naive"),
-            int_flag("--vectors", &flags_.vectors, 0, 8,
-                     "cf_chunked: 16-byte vectors per thread, 1, 2, 4 or 8 (default 0: chosen from the shape)"),
-            int_flag("--rows", &flags_.rows, 0, 32,
-                     "cl_tiled: time steps per thread, 8, 16 or 32 (default 0: chosen from the shape)"),
-            int_flag("--access-bytes", &flags_.access_bytes, 4, 16,
-                     "channel-last kernels: the widest access, 16, 8 or 4 bytes (default 16)")};
+    return {
+        choice_flag(
+            "--layout", &flags_.layout, {"channel-first", "channel-last", "both"},
+            "layout of x and out: channel-first [B,D,L], channel-last [B,L,D] or both (default)"),
+        choice_flag("--variant", &flags_.variant, {"all", "chunked", "vector", "naive", "tiled"},
+                    "all (default) or one step: chunked (channel-first), tiled (channel-last), "
+                    "vector, naive"),
+        int_flag("--vectors", &flags_.vectors, 0, 8,
+                 "cf_chunked: 16-byte vectors per thread, 1, 2, 4 or 8 (default 0: chosen from the "
+                 "shape)"),
+        int_flag("--rows", &flags_.rows, 0, 32,
+                 "cl_tiled: time steps per thread, 8, 16 or 32 (default 0: chosen from the shape)"),
+        int_flag("--access-bytes", &flags_.access_bytes, 4, 16,
+                 "channel-last kernels: the widest access, 16, 8 or 4 bytes (default 16)")};
   }
 
   std::string check(const Options&) override {
@@ -111,9 +127,11 @@ class DirectForwardChapter : public Chapter {
     if (v != 0 && v != 1 && v != 2 && v != 4 && v != 8)
       return "--vectors must be 0, 1, 2, 4 or 8 (got " + std::to_string(v) + ")";
     const int64_t ab = flags_.access_bytes;
-    if (ab != 4 && ab != 8 && ab != 16) return "--access-bytes must be 4, 8 or 16 (got " + std::to_string(ab) + ")";
+    if (ab != 4 && ab != 8 && ab != 16)
+      return "--access-bytes must be 4, 8 or 16 (got " + std::to_string(ab) + ")";
     const int64_t r = flags_.rows;
-    if (r != 0 && r != 8 && r != 16 && r != 32) return "--rows must be 0, 8, 16 or 32 (got " + std::to_string(r) + ")";
+    if (r != 0 && r != 8 && r != 16 && r != 32)
+      return "--rows must be 0, 8, 16 or 32 (got " + std::to_string(r) + ")";
     for (const Step& st : all_steps())
       if (wanted(st)) steps_.push_back(st);
     if (steps_.empty())
@@ -124,9 +142,11 @@ class DirectForwardChapter : public Chapter {
 
   MemoryNeed memory(const Frame& f) override {
     const int64_t n = f.opt.batch * f.opt.dim * f.opt.seqlen, e = dtype_bytes(f.opt.dtype);
-    const int64_t layouts = (wants(Layout::channel_first) ? 1 : 0) + (wants(Layout::channel_last) ? 1 : 0);
+    const int64_t layouts =
+        (wants(Layout::channel_first) ? 1 : 0) + (wants(Layout::channel_last) ? 1 : 0);
     MemoryNeed m;
-    m.device_bytes = 2 * layouts * n * e + f.opt.dim * (f.opt.width + 1) * e;  // x and out per layout
+    m.device_bytes =
+        2 * layouts * n * e + f.opt.dim * (f.opt.width + 1) * e;  // x and out per layout
     // x, its channel-last copy, one output per layout and the transposed check; the reference and,
     // while it is computed, x in fp64.
     m.host_bytes = (2 + 2 * layouts) * n * e + 2 * n * 8;
@@ -140,7 +160,8 @@ class DirectForwardChapter : public Chapter {
     {
       const RefInputs ref_in(in_);
       ref_.resize(static_cast<size_t>(o.batch * o.dim * o.seqlen));
-      reference_forward(ref_in.problem(ConvShape{o.batch, o.dim, o.seqlen, o.width}, Layout::channel_first, o.silu),
+      reference_forward(ref_in.problem(ConvShape{o.batch, o.dim, o.seqlen, o.width},
+                                       Layout::channel_first, o.silu),
                         ref_.data());
     }
     if (wants(Layout::channel_last)) x_last_ = transposed(in_.x, o.batch, o.dim, o.seqlen);
@@ -153,7 +174,8 @@ class DirectForwardChapter : public Chapter {
     write_npy(dir + "/weight.npy", in_.weight, {o.dim, o.width});
     if (o.bias) write_npy(dir + "/bias.npy", in_.bias, {o.dim});
     write_npy(dir + "/reference.npy", ref_, {o.batch, o.dim, o.seqlen});
-    std::printf("wrote x, weight%s and reference .npy files ([B, D, L]) to %s\n", o.bias ? ", bias" : "", dir.c_str());
+    std::printf("wrote x, weight%s and reference .npy files ([B, D, L]) to %s\n",
+                o.bias ? ", bias" : "", dir.c_str());
   }
 
   std::vector<MeasuredVariant> variants(const Frame& f) override {
@@ -162,8 +184,9 @@ class DirectForwardChapter : public Chapter {
     choices_.access_bytes = static_cast<int>(flags_.access_bytes);
     choices_.rows = cl_tiled_rows(o.batch, o.seqlen, o.dim / cl_columns_access(), f.dev.sm_count,
                                   static_cast<int>(flags_.rows));
-    choices_.vectors = chunked_vectors(ceil_div(o.batch * o.dim * o.seqlen, dtype_bytes(o.dtype) == 4 ? 4 : 8),
-                                       f.dev.sm_count, static_cast<int>(flags_.vectors));
+    choices_.vectors =
+        chunked_vectors(ceil_div(o.batch * o.dim * o.seqlen, dtype_bytes(o.dtype) == 4 ? 4 : 8),
+                        f.dev.sm_count, static_cast<int>(flags_.vectors));
     std::vector<MeasuredVariant> vs;
     for (const Step& st : steps_) vs.push_back(variant(st));
     return vs;
@@ -171,9 +194,12 @@ class DirectForwardChapter : public Chapter {
 
  private:
   bool wants(Layout l) const {
-    return flags_.layout == "both" || flags_.layout == (l == Layout::channel_first ? "channel-first" : "channel-last");
+    return flags_.layout == "both" ||
+           flags_.layout == (l == Layout::channel_first ? "channel-first" : "channel-last");
   }
-  bool wanted(const Step& st) const { return wants(st.layout) && (flags_.variant == "all" || flags_.variant == st.idea); }
+  bool wanted(const Step& st) const {
+    return wants(st.layout) && (flags_.variant == "all" || flags_.variant == st.idea);
+  }
 
   // Device buffers of one layout.
   struct Tensors {
@@ -212,9 +238,14 @@ class DirectForwardChapter : public Chapter {
   template <class T>
   DirectArgs<T> args(Layout l) {
     Tensors& t = tensors(l);
-    return DirectArgs<T>{t.x.get<const T>(), weight_.get<const T>(), opt_.bias ? bias_.get<const T>() : nullptr,
-                         t.out.get<T>(),    opt_.batch,               opt_.dim,
-                         opt_.seqlen,       opt_.silu};
+    return DirectArgs<T>{t.x.get<const T>(),
+                         weight_.get<const T>(),
+                         opt_.bias ? bias_.get<const T>() : nullptr,
+                         t.out.get<T>(),
+                         opt_.batch,
+                         opt_.dim,
+                         opt_.seqlen,
+                         opt_.silu};
   }
 
   void launch(const Step& st, KernelFacts* facts) {
@@ -232,8 +263,10 @@ class DirectForwardChapter : public Chapter {
     KernelFacts facts;
     launch(st, &facts);
     char intro[256];
-    std::snprintf(intro, sizeof intro, "%s, %s: %d registers, %zu bytes of local memory, %d blocks of %d threads per "
-                  "multiprocessor%s", st.kernel.c_str(), layout_name(st.layout), facts.registers, facts.local_bytes,
+    std::snprintf(intro, sizeof intro,
+                  "%s, %s: %d registers, %zu bytes of local memory, %d blocks of %d threads per "
+                  "multiprocessor%s",
+                  st.kernel.c_str(), layout_name(st.layout), facts.registers, facts.local_bytes,
                   facts.blocks_per_sm, facts.threads, detail(st).c_str());
     m.intro = intro;
     m.run = [this, st](RunContext& ctx) {
@@ -243,7 +276,8 @@ class DirectForwardChapter : public Chapter {
       if (ctx.poison_outputs)
         ctx.rec.d2h("copy out to host", [&] {
           t.out_host.fill_nan();
-          GPU_CHECK(cudaMemcpy(t.out_host.data(), t.out.get(), t.out_host.bytes(), cudaMemcpyDeviceToHost));
+          GPU_CHECK(cudaMemcpy(t.out_host.data(), t.out.get(), t.out_host.bytes(),
+                               cudaMemcpyDeviceToHost));
         });
     };
     m.check = [this, st] {
@@ -253,8 +287,8 @@ class DirectForwardChapter : public Chapter {
       const VerifyReport r =
           st.layout == Layout::channel_first
               ? verify("out", got, ref_, default_tolerance(op.dtype), {op.batch, op.dim, op.seqlen})
-              : verify("out", transposed(got, op.batch, op.seqlen, op.dim), ref_, default_tolerance(op.dtype),
-                       {op.batch, op.dim, op.seqlen});
+              : verify("out", transposed(got, op.batch, op.seqlen, op.dim), ref_,
+                       default_tolerance(op.dtype), {op.batch, op.dim, op.seqlen});
       return CheckResult{r.ok(), r.summary() + "\n" + r.details()};
     };
     m.save_npy = [this, st](const std::string& dir) {
@@ -262,7 +296,8 @@ class DirectForwardChapter : public Chapter {
       const std::string path = dir + "/out_" + st.name() + ".npy";
       const bool first = st.layout == Layout::channel_first;
       write_npy(path, tensors(st.layout).out_host,
-                first ? std::vector<int64_t>{op.batch, op.dim, op.seqlen} : std::vector<int64_t>{op.batch, op.seqlen, op.dim});
+                first ? std::vector<int64_t>{op.batch, op.dim, op.seqlen}
+                      : std::vector<int64_t>{op.batch, op.seqlen, op.dim});
       std::printf("  wrote %s (%s)\n", path.c_str(), first ? "[B, D, L]" : "[B, L, D]");
     };
     return m;
@@ -270,9 +305,12 @@ class DirectForwardChapter : public Chapter {
 
   // What the launch decided from the shape and the flags.
   std::string detail(const Step& st) {
-    if (st.idea == "chunked") return "; " + std::to_string(choices_.vectors) + " vector(s) per thread";
-    const std::string access = std::to_string(cl_columns_access() * dtype_bytes(opt_.dtype)) + "-byte accesses";
-    if (st.idea == "tiled") return "; " + std::to_string(choices_.rows) + " time steps per thread, " + access;
+    if (st.idea == "chunked")
+      return "; " + std::to_string(choices_.vectors) + " vector(s) per thread";
+    const std::string access =
+        std::to_string(cl_columns_access() * dtype_bytes(opt_.dtype)) + "-byte accesses";
+    if (st.idea == "tiled")
+      return "; " + std::to_string(choices_.rows) + " time steps per thread, " + access;
     if (st.layout == Layout::channel_last && st.idea == "vector") return "; " + access;
     return "";
   }
@@ -281,8 +319,8 @@ class DirectForwardChapter : public Chapter {
   std::vector<Step> steps_;
   Options opt_;
   RandomInputs in_;
-  HostArray x_last_;          // x as [B, L, D], until it is uploaded
-  std::vector<double> ref_;   // [B, D, L]
+  HostArray x_last_;         // x as [B, L, D], until it is uploaded
+  std::vector<double> ref_;  // [B, D, L]
   DeviceBuffer weight_, bias_;
   Tensors first_, last_;
   Choices choices_;

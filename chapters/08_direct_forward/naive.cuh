@@ -42,13 +42,16 @@ __global__ void conv_fwd_naive(DirectArgs<T> a, FastDivmod by_len, FastDivmod by
 constexpr int kNaiveThreads = 256;
 
 template <class T>
-void launch_naive(const DirectArgs<T>& a, Layout layout, int width, cudaStream_t s = 0, KernelFacts* facts = nullptr) {
+void launch_naive(const DirectArgs<T>& a, Layout layout, int width, cudaStream_t s = 0,
+                  KernelFacts* facts = nullptr) {
   const FastDivmod by_len(a.seqlen), by_dim(a.dim);
   const int64_t blocks = ceil_div(a.elements(), kNaiveThreads);
   dispatch_width(width, [&](auto w) {
     constexpr int W = decltype(w)::value;
-    auto kernel = layout == Layout::channel_last ? conv_fwd_naive<T, W, true> : conv_fwd_naive<T, W, false>;
-    launch_or_describe("conv_fwd_naive", kernel, blocks, kNaiveThreads, s, facts, a, by_len, by_dim);
+    auto kernel =
+        layout == Layout::channel_last ? conv_fwd_naive<T, W, true> : conv_fwd_naive<T, W, false>;
+    launch_or_describe("conv_fwd_naive", kernel, blocks, kNaiveThreads, s, facts, a, by_len,
+                       by_dim);
   });
 }
 

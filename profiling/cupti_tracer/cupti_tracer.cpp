@@ -30,16 +30,19 @@
 
 #include "profiling/cupti_tracer/rocprof_csv.h"
 
-// The newest record layouts this cupti.h declares (chosen by CMake): the library fills in the layout
-// of the version it was built with, which is the header's.
+// The newest record layouts this cupti.h declares (chosen by CMake): the library fills in the
+// layout of the version it was built with, which is the header's.
 #ifndef CONV1D_CUPTI_KERNEL_RECORD
-#error "CONV1D_CUPTI_KERNEL_RECORD must name the kernel record struct (set by profiling/cupti_tracer/CMakeLists.txt)"
+#error \
+    "CONV1D_CUPTI_KERNEL_RECORD must name the kernel record struct (set by profiling/cupti_tracer/CMakeLists.txt)"
 #endif
 #ifndef CONV1D_CUPTI_MEMCPY_RECORD
-#error "CONV1D_CUPTI_MEMCPY_RECORD must name the memcpy record struct (set by profiling/cupti_tracer/CMakeLists.txt)"
+#error \
+    "CONV1D_CUPTI_MEMCPY_RECORD must name the memcpy record struct (set by profiling/cupti_tracer/CMakeLists.txt)"
 #endif
 #ifndef CONV1D_CUPTI_MEMSET_RECORD
-#error "CONV1D_CUPTI_MEMSET_RECORD must name the memset record struct (set by profiling/cupti_tracer/CMakeLists.txt)"
+#error \
+    "CONV1D_CUPTI_MEMSET_RECORD must name the memset record struct (set by profiling/cupti_tracer/CMakeLists.txt)"
 #endif
 using KernelActivity = CONV1D_CUPTI_KERNEL_RECORD;
 using MemcpyActivity = CONV1D_CUPTI_MEMCPY_RECORD;
@@ -83,9 +86,9 @@ bool check(CUptiResult r, const char* what) {
 }
 
 uint64_t CUPTIAPI steady_now_ns() {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-          .count());
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
 }
 
 std::string demangle(const char* name) {
@@ -162,32 +165,36 @@ void take(State& s, const CUpti_Activity* rec) {
     case CUPTI_ACTIVITY_KIND_RUNTIME: {
       const auto* a = reinterpret_cast<const CUpti_ActivityAPI*>(rec);
       const char* name = nullptr;
-      if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, a->cbid, &name) != CUPTI_SUCCESS || !name) name = "?";
-      s.trace.api.push_back({conv1d_tracer::strip_api_version(name), a->start, a->end, a->processId, a->threadId,
-                             a->correlationId});
+      if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, a->cbid, &name) != CUPTI_SUCCESS ||
+          !name)
+        name = "?";
+      s.trace.api.push_back({conv1d_tracer::strip_api_version(name), a->start, a->end, a->processId,
+                             a->threadId, a->correlationId});
       break;
     }
     case CUPTI_ACTIVITY_KIND_MARKER: {
       // NVTX push/pop arrive as a start record (with the name) and an end record with the same id.
       const auto* m = reinterpret_cast<const CUpti_ActivityMarker2*>(rec);
-      const uint32_t process = m->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ? m->objectId.pt.processId : 0;
-      const uint32_t thread = m->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ? m->objectId.pt.threadId : 0;
+      const uint32_t process =
+          m->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ? m->objectId.pt.processId : 0;
+      const uint32_t thread =
+          m->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ? m->objectId.pt.threadId : 0;
       if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_START) {
         s.open_ranges[m->id] = {m->name ? m->name : "", m->timestamp, process, thread};
       } else if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_END) {
         auto it = s.open_ranges.find(m->id);
         if (it != s.open_ranges.end()) {
-          s.trace.ranges.push_back({it->second.name, it->second.start, m->timestamp, it->second.process,
-                                    it->second.thread, 0});
+          s.trace.ranges.push_back({it->second.name, it->second.start, m->timestamp,
+                                    it->second.process, it->second.thread, 0});
           s.open_ranges.erase(it);
         }
       } else if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS) {
-        s.trace.ranges.push_back({m->name ? m->name : "", m->timestamp, m->timestamp, process, thread, 0});
+        s.trace.ranges.push_back(
+            {m->name ? m->name : "", m->timestamp, m->timestamp, process, thread, 0});
       }
       break;
     }
-    default:
-      break;
+    default: break;
   }
 }
 
@@ -199,14 +206,16 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
   *max_records = 0;  // as many as fit
 }
 
-void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t, size_t valid) {
+void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t,
+                               size_t valid) {
   State& s = state();
   {
     std::lock_guard<std::mutex> lock(s.mu);
     CUpti_Activity* rec = nullptr;
     while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) take(s, rec);
     size_t dropped = 0;
-    if (cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS) s.dropped += dropped;
+    if (cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS)
+      s.dropped += dropped;
   }
   std::free(buffer);
 }
@@ -230,12 +239,17 @@ void write_at_exit() {
     std::fprintf(stderr, "cupti tracer: %s\n", err.c_str());
     return;
   }
-  std::fprintf(stderr, "cupti tracer: %zu kernels and memsets, %zu copies, %zu runtime calls, %zu NVTX ranges -> %s/%s_*.csv\n",
-               s.trace.kernels.size(), s.trace.copies.size(), s.trace.api.size(), s.trace.ranges.size(), d.c_str(),
-               p.c_str());
-  if (s.dropped) std::fprintf(stderr, "cupti tracer: WARNING: CUPTI dropped %zu records\n", s.dropped);
+  std::fprintf(stderr,
+               "cupti tracer: %zu kernels and memsets, %zu copies, %zu runtime calls, %zu NVTX "
+               "ranges -> %s/%s_*.csv\n",
+               s.trace.kernels.size(), s.trace.copies.size(), s.trace.api.size(),
+               s.trace.ranges.size(), d.c_str(), p.c_str());
+  if (s.dropped)
+    std::fprintf(stderr, "cupti tracer: WARNING: CUPTI dropped %zu records\n", s.dropped);
   if (s.trace.ranges.empty())
-    std::fprintf(stderr, "cupti tracer: no NVTX ranges (set NVTX_INJECTION64_PATH to libcupti to record them)\n");
+    std::fprintf(
+        stderr,
+        "cupti tracer: no NVTX ranges (set NVTX_INJECTION64_PATH to libcupti to record them)\n");
 }
 
 void point_nvtx_at_cupti() {
@@ -255,11 +269,14 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
     point_nvtx_at_cupti();
 #if defined(CONV1D_CUPTI_TIMESTAMP_CALLBACK)
     // Must precede enabling any activity kind.
-    check(cuptiActivityRegisterTimestampCallback(steady_now_ns), "cuptiActivityRegisterTimestampCallback");
+    check(cuptiActivityRegisterTimestampCallback(steady_now_ns),
+          "cuptiActivityRegisterTimestampCallback");
 #endif
-    if (!check(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed), "cuptiActivityRegisterCallbacks"))
+    if (!check(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed),
+               "cuptiActivityRegisterCallbacks"))
       return;
-    bool ok = check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "enabling kernel records");
+    bool ok = check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL),
+                    "enabling kernel records");
     ok &= check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY), "enabling memcpy records");
     ok &= check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET), "enabling memset records");
     ok &= check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME), "enabling runtime API records");

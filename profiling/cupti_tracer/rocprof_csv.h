@@ -32,7 +32,13 @@ struct KernelRecord {
   uint32_t registers = 0;
 };
 
-enum class CopyDirection { host_to_device, device_to_host, device_to_device, host_to_host, unknown };
+enum class CopyDirection {
+  host_to_device,
+  device_to_host,
+  device_to_device,
+  host_to_host,
+  unknown
+};
 
 struct CopyRecord {
   CopyDirection direction = CopyDirection::unknown;
@@ -54,7 +60,8 @@ struct Trace {
 };
 
 // Writes every file listed above; returns an empty string or what went wrong.
-std::string write_rocprof_csv(const Trace& trace, const std::string& dir, const std::string& prefix);
+std::string write_rocprof_csv(const Trace& trace, const std::string& dir,
+                              const std::string& prefix);
 
 // "cudaMemcpy_v3020" -> "cudaMemcpy" (CUPTI's callback names carry the API version).
 std::string strip_api_version(const std::string& name);

@@ -14,7 +14,8 @@ int main(int argc, char** argv) {
   Trace t;
   const uint64_t t0 = 1700000000000000000ull;  // absolute nanoseconds, beyond a double's 53 bits
   KernelRecord k;
-  k.name = "void conv1d::ch01::naive_gemm<float>(float const*, float const*, float*, long, long, long)";
+  k.name =
+      "void conv1d::ch01::naive_gemm<float>(float const*, float const*, float*, long, long, long)";
   k.device = 0, k.context = 1, k.stream = 7, k.registers = 40, k.shared_bytes = 2048;
   k.grid[0] = 64, k.grid[1] = 32, k.grid[2] = 1, k.block[0] = 16, k.block[1] = 16, k.block[2] = 1;
   for (int i = 0; i < 3; ++i) {
