@@ -77,6 +77,15 @@ void HostArray::fill_nan() {
   if (!storage_.empty()) std::memset(storage_.data(), 0xFF, storage_.size() * sizeof(uint32_t));
 }
 
+bool same_bits(const HostArray& a, const HostArray& b) {
+  return a.dtype() == b.dtype() && a.bytes() == b.bytes() &&
+         std::memcmp(a.data(), b.data(), a.bytes()) == 0;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
 HostArray transposed(const HostArray& a, int64_t batch, int64_t rows, int64_t cols) {
   if (static_cast<int64_t>(a.size()) != batch * rows * cols)
     throw std::invalid_argument("transposed: the array has " + std::to_string(a.size()) +

@@ -51,6 +51,10 @@ class HostArray {
   std::vector<uint32_t> storage_;  // 4-byte aligned raw bytes
 };
 
+// Whether two arrays hold the same bits (not just equal values: -0 and 0, NaN payloads differ).
+bool same_bits(const HostArray& a, const HostArray& b);
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b);
+
 // [batch, rows, cols] -> [batch, cols, rows], any dtype, on every host core: channel-first to
 // channel-last (rows = D, cols = L) and back.
 HostArray transposed(const HostArray& a, int64_t batch, int64_t rows, int64_t cols);

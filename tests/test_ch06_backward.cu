@@ -73,14 +73,6 @@ std::string describe(const Options& o) {
                                        << rb.details();
 }
 
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
-bool same_bits(const HostArray& a, const HostArray& b) {
-  return a.bytes() == b.bytes() && std::memcmp(a.data(), b.data(), a.bytes()) == 0;
-}
-
 }  // namespace
 
 // ---- host only ----

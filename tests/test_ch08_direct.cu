@@ -131,10 +131,6 @@ HostArray run(const Kernel& k, const Problem& p, size_t offset = 0) {
                                        << r.details();
 }
 
-bool same_bits(const HostArray& a, const HostArray& b) {
-  return a.bytes() == b.bytes() && std::memcmp(a.data(), b.data(), a.bytes()) == 0;
-}
-
 Options options(int64_t b, int64_t d, int64_t l, int w, Dtype t, bool bias, bool silu,
                 uint64_t seed) {
   Options o;

@@ -3,14 +3,18 @@
 // reference, and the tolerances the results are held to.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <string>
 #include <vector>
 
 #include "common/cli.h"
+#include "common/npy.h"
 #include "common/reference.h"
 #include "common/runner.h"
 #include "common/tensor.h"
+#include "common/verify.h"
 
 namespace conv1d::ch06 {
 
@@ -82,10 +86,16 @@ inline std::vector<ExtraFlag> chapter_flags(Options* opt, BwdFlags* f) {
 struct BwdProblem {
   Options opt;
   ConvShape shape;
-  HostArray x, dout;                       // [B, L, D] in opt.dtype
+  Layout layout = Layout::channel_last;    // of x, dout and dx
+  HostArray x, dout;                       // [B, L, D] (or [B, D, L]) in opt.dtype
   HostArray weight, bias;                  // [D, W], [D] (empty without --bias)
-  std::vector<double> dx, dweight, dbias;  // fp64 reference: [B, L, D], [D, W], [D]
+  std::vector<double> dx, dweight, dbias;  // fp64 reference: like x, [D, W], [D]
   Tolerance dx_tol{}, dweight_tol{}, dbias_tol{};
+  // The dimensions of x, dout and dx in their layout, for .npy files and error messages.
+  std::vector<int64_t> dims() const {
+    return layout == Layout::channel_last ? std::vector<int64_t>{opt.batch, opt.seqlen, opt.dim}
+                                          : std::vector<int64_t>{opt.batch, opt.dim, opt.seqlen};
+  }
 };
 
 // [docs:ch06_tolerance]
@@ -100,11 +110,13 @@ inline Tolerance sum_tolerance(double sum_of_squared_terms, int64_t outputs) {
 }
 // [/docs:ch06_tolerance]
 
-// Random x, dout, weight (and bias) in opt.dtype, channel-last; the fp64 reference of the backward
-// computed from exactly those values, and the tolerances from the sizes of its sums' terms.
-inline BwdProblem make_backward_problem(const Options& opt) {
+// Random x, dout, weight (and bias) in opt.dtype, in `layout` (chapter 06: channel-last); the fp64
+// reference of the backward computed from exactly those values, and the tolerances from the sizes of
+// its sums' terms.
+inline BwdProblem make_backward_problem(const Options& opt, Layout layout = Layout::channel_last) {
   BwdProblem p;
   p.opt = opt;
+  p.layout = layout;
   p.shape = ConvShape{opt.batch, opt.dim, opt.seqlen, opt.width};
   const int64_t D = opt.dim, W = opt.width, n = p.shape.elements();
   RandomInputs in = draw_inputs(opt);  // x, weight and bias as every chapter draws them
@@ -118,7 +130,7 @@ inline BwdProblem make_backward_problem(const Options& opt) {
 
   RefProblem rp;
   rp.shape = p.shape;
-  rp.layout = Layout::channel_last;
+  rp.layout = layout;
   rp.x = x.data();
   rp.weight = w.data();
   rp.bias = opt.bias ? bias.data() : nullptr;
@@ -138,6 +150,86 @@ inline BwdProblem make_backward_problem(const Options& opt) {
   p.dweight_tol = sum_tolerance(sum_sq_w, D * W);
   p.dbias_tol = sum_tolerance(sum_sq_b, D);
   return p;
+}
+
+// The results of one run on the host: dx in the storage type and the problem's layout, dweight [D, W]
+// and dbias [D] in fp32.
+struct BwdOutputs {
+  HostArray dx;
+  std::vector<float> dweight, dbias;
+};
+
+inline BwdOutputs empty_outputs(const BwdProblem& p) {
+  BwdOutputs o;
+  o.dx = HostArray(p.opt.dtype, p.x.size());
+  o.dweight.assign(p.shape.dim * p.shape.width, 0.0f);
+  o.dbias.assign(p.shape.dim, 0.0f);
+  return o;
+}
+
+// Every output NaN on the host, before a verification run copies the device's back.
+inline void poison(BwdOutputs& o) {
+  o.dx.fill_nan();
+  std::fill(o.dweight.begin(), o.dweight.end(), std::nanf(""));
+  std::fill(o.dbias.begin(), o.dbias.end(), std::nanf(""));
+}
+
+// dx, dweight and dbias against the reference, within their tolerances; dx in the problem's layout.
+inline CheckResult check_backward(const BwdProblem& p, const BwdOutputs& out) {
+  const Options& o = p.opt;
+  const std::vector<double> dw(out.dweight.begin(), out.dweight.end());
+  const std::vector<double> db(out.dbias.begin(), out.dbias.end());
+  const VerifyReport rx = verify("dx", out.dx, p.dx, p.dx_tol, p.dims());
+  const VerifyReport rw = verify("dweight", dw, p.dweight, p.dweight_tol, {o.dim, o.width});
+  const VerifyReport rb = verify("dbias", db, p.dbias, p.dbias_tol, {o.dim});
+  CheckResult c;
+  c.ok = rx.ok() && rw.ok() && rb.ok();
+  c.text = rx.summary() + "\n" + rx.details() + "  " + rw.summary() + "\n" + rw.details() + "  " +
+           rb.summary() + "\n" + rb.details();
+  return c;
+}
+
+// --save-npy: the inputs and the fp64 references.
+inline void save_backward_inputs(const BwdProblem& p, const std::string& dir) {
+  const Options& o = p.opt;
+  write_npy(dir + "/x.npy", p.x, p.dims());
+  write_npy(dir + "/dout.npy", p.dout, p.dims());
+  write_npy(dir + "/weight.npy", p.weight, {o.dim, o.width});
+  if (o.bias) write_npy(dir + "/bias.npy", p.bias, {o.dim});
+  write_npy(dir + "/dx_reference.npy", p.dx, p.dims());
+  write_npy(dir + "/dweight_reference.npy", p.dweight, {o.dim, o.width});
+  write_npy(dir + "/dbias_reference.npy", p.dbias, {o.dim});
+  std::printf("wrote x, dout, weight%s (%s) and the fp64 references to %s\n",
+              o.bias ? ", bias" : "", p.layout == Layout::channel_last ? "[B, L, D]" : "[B, D, L]",
+              dir.c_str());
+}
+
+// --save-npy: one variant's outputs; dx in `dims` (its layout).
+inline void save_backward_outputs(const std::string& name, const BwdOutputs& out, const Options& o,
+                                  const std::vector<int64_t>& dims, const std::string& dir) {
+  write_npy(dir + "/dx_" + name + ".npy", out.dx, dims);
+  write_npy(dir + "/dweight_" + name + ".npy", out.dweight.data(), "<f4", {o.dim, o.width});
+  write_npy(dir + "/dbias_" + name + ".npy", out.dbias.data(), "<f4", {o.dim});
+  std::printf("  wrote dx_%s.npy, dweight_%s.npy, dbias_%s.npy\n", name.c_str(), name.c_str(),
+              name.c_str());
+}
+
+// Two ways of adding up the same numbers: how far apart dweight and dbias land.
+inline void compare_sums(const BwdProblem& p, const std::string& a_name, const BwdOutputs& a,
+                         const std::string& b_name, const BwdOutputs& b) {
+  auto max_diff = [](const std::vector<float>& u, const std::vector<float>& v) {
+    double m = 0;
+    for (size_t i = 0; i < u.size(); ++i) m = std::max(m, std::fabs(double(u[i]) - double(v[i])));
+    return m;
+  };
+  const double dw = max_diff(a.dweight, b.dweight), db = max_diff(a.dbias, b.dbias);
+  const bool same = same_bits(a.dweight, b.dweight) && same_bits(a.dbias, b.dbias);
+  std::printf(
+      "\n%s vs %s: dweight max |difference| %.3e (%.3f of its atol), dbias %.3e (%.3f of its "
+      "atol); %s\n",
+      a_name.c_str(), b_name.c_str(), dw, dw / p.dweight_tol.atol, db, db / p.dbias_tol.atol,
+      same ? "bitwise identical"
+           : "not bitwise identical (atomics add in the order the blocks finish)");
 }
 
 }  // namespace conv1d::ch06

@@ -63,21 +63,10 @@ struct VariantState {
   std::vector<float> first_dweight, first_dbias;  // deterministic: the first run's bits
 };
 
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
+// The check of one run: dx, dweight and dbias against the reference; with the deterministic sums,
+// dweight and dbias also the same bits as the first run's.
 CheckResult check_outputs(const BwdProblem& p, VariantState& st) {
-  const Options& o = p.opt;
-  const std::vector<double> dw(st.out.dweight.begin(), st.out.dweight.end());
-  const std::vector<double> db(st.out.dbias.begin(), st.out.dbias.end());
-  const VerifyReport rx = verify("dx", st.out.dx, p.dx, p.dx_tol, {o.batch, o.seqlen, o.dim});
-  const VerifyReport rw = verify("dweight", dw, p.dweight, p.dweight_tol, {o.dim, o.width});
-  const VerifyReport rb = verify("dbias", db, p.dbias, p.dbias_tol, {o.dim});
-  CheckResult c;
-  c.ok = rx.ok() && rw.ok() && rb.ok();
-  c.text = rx.summary() + "\n" + rx.details() + "  " + rw.summary() + "\n" + rw.details() + "  " +
-           rb.summary() + "\n" + rb.details();
+  CheckResult c = check_backward(p, st.out);
   if (st.reduction == Reduction::deterministic) {
     if (st.first_dweight.empty()) {
       st.first_dweight = st.out.dweight;
@@ -93,27 +82,6 @@ CheckResult check_outputs(const BwdProblem& p, VariantState& st) {
   return c;
 }
 
-void save_inputs(const BwdProblem& p, const std::string& dir) {
-  const Options& o = p.opt;
-  write_npy(dir + "/x.npy", p.x, {o.batch, o.seqlen, o.dim});
-  write_npy(dir + "/dout.npy", p.dout, {o.batch, o.seqlen, o.dim});
-  write_npy(dir + "/weight.npy", p.weight, {o.dim, o.width});
-  if (o.bias) write_npy(dir + "/bias.npy", p.bias, {o.dim});
-  write_npy(dir + "/dx_reference.npy", p.dx, {o.batch, o.seqlen, o.dim});
-  write_npy(dir + "/dweight_reference.npy", p.dweight, {o.dim, o.width});
-  write_npy(dir + "/dbias_reference.npy", p.dbias, {o.dim});
-  std::printf("wrote x, dout, weight%s ([B, L, D] and [D, W]) and the fp64 references to %s\n",
-              o.bias ? ", bias" : "", dir.c_str());
-}
-
-void save_outputs(const VariantState& st, const Options& o, const std::string& dir) {
-  write_npy(dir + "/dx_" + st.name + ".npy", st.out.dx, {o.batch, o.seqlen, o.dim});
-  write_npy(dir + "/dweight_" + st.name + ".npy", st.out.dweight.data(), "<f4", {o.dim, o.width});
-  write_npy(dir + "/dbias_" + st.name + ".npy", st.out.dbias.data(), "<f4", {o.dim});
-  std::printf("  wrote dx_%s.npy, dweight_%s.npy, dbias_%s.npy\n", st.name.c_str(), st.name.c_str(),
-              st.name.c_str());
-}
-
 MeasuredVariant make_variant(const BwdProblem& p, BwdBuffers& buf, VariantState& st) {
   MeasuredVariant m;
   m.name = st.name;
@@ -121,38 +89,21 @@ MeasuredVariant make_variant(const BwdProblem& p, BwdBuffers& buf, VariantState&
   m.run = [&p, &buf, &st](RunContext& ctx) {
     if (ctx.poison_outputs) {  // verification runs: NaN on both sides, results copied back afterwards
       poison_outputs(buf);
-      st.out.dx.fill_nan();
-      std::fill(st.out.dweight.begin(), st.out.dweight.end(), std::nanf(""));
-      std::fill(st.out.dbias.begin(), st.out.dbias.end(), std::nanf(""));
+      poison(st.out);
     }
     run_backward(buf, p, st.plan, ctx.rec);
     if (ctx.poison_outputs)
       ctx.rec.d2h("copy dx, dweight, dbias to host", [&] { download_outputs(buf, st.out); });
   };
   m.check = [&p, &st] { return check_outputs(p, st); };
-  m.save_npy = [&p, &st](const std::string& dir) { save_outputs(st, p.opt, dir); };
+  m.save_npy = [&p, &st](const std::string& dir) {
+    save_backward_outputs(st.name, st.out, p.opt, p.dims(), dir);
+  };
   // The whole backward (every kernel of a run) against the same bytes: the figure the goal is
   // about.
   m.whole_run_name = "whole backward";
   m.whole_run_bytes = tensor_bytes(p.opt);
   return m;
-}
-
-// With --reduction both: how far apart the two ways of adding up the same numbers land.
-void compare_reductions(const BwdProblem& p, const VariantState& a, const VariantState& b) {
-  auto max_diff = [](const std::vector<float>& u, const std::vector<float>& v) {
-    double m = 0;
-    for (size_t i = 0; i < u.size(); ++i) m = std::max(m, std::fabs(double(u[i]) - double(v[i])));
-    return m;
-  };
-  const double dw = max_diff(a.out.dweight, b.out.dweight), db = max_diff(a.out.dbias, b.out.dbias);
-  const bool same = same_bits(a.out.dweight, b.out.dweight) && same_bits(a.out.dbias, b.out.dbias);
-  std::printf(
-      "\n%s vs %s: dweight max |difference| %.3e (%.3f of its atol), dbias %.3e (%.3f of its "
-      "atol); %s\n",
-      a.name.c_str(), b.name.c_str(), dw, dw / p.dweight_tol.atol, db, db / p.dbias_tol.atol,
-      same ? "bitwise identical"
-           : "not bitwise identical (atomics add in the order the blocks finish)");
 }
 
 // The chapter on the frame (common/runner.h): its flags, memory, problem, variants and report.
@@ -194,7 +145,7 @@ class BackwardChapter : public Chapter {
     return buf;
   }
 
-  void save_inputs(const std::string& dir) override { ch06::save_inputs(p_, dir); }
+  void save_inputs(const std::string& dir) override { save_backward_inputs(p_, dir); }
 
   std::vector<MeasuredVariant> variants(const Frame&) override {
     buf_ = upload_problem(p_, partial_floats_);
@@ -207,7 +158,8 @@ class BackwardChapter : public Chapter {
   }
 
   void report(const Frame&, std::vector<VariantResult>&) override {
-    if (states_.size() == 2) compare_reductions(p_, *states_[0], *states_[1]);
+    if (states_.size() == 2)
+      compare_sums(p_, states_[0]->name, states_[0]->out, states_[1]->name, states_[1]->out);
   }
 
  private:

@@ -52,12 +52,6 @@ inline void poison_outputs(BwdBuffers& b) {
   b.dbias.poison();
 }
 
-// The results on the host: dx in the storage type, dweight [D, W] and dbias [D] in fp32.
-struct BwdOutputs {
-  HostArray dx;
-  std::vector<float> dweight, dbias;
-};
-
 inline void download_outputs(const BwdBuffers& b, BwdOutputs& out) {
   GPU_CHECK(cudaMemcpy(out.dx.data(), b.dx.get(), out.dx.bytes(), cudaMemcpyDeviceToHost));
   const size_t float_bytes = sizeof(float);
@@ -65,14 +59,6 @@ inline void download_outputs(const BwdBuffers& b, BwdOutputs& out) {
                        cudaMemcpyDeviceToHost));
   GPU_CHECK(cudaMemcpy(out.dbias.data(), b.dbias.get(), out.dbias.size() * float_bytes,
                        cudaMemcpyDeviceToHost));
-}
-
-inline BwdOutputs empty_outputs(const BwdProblem& p) {
-  BwdOutputs o;
-  o.dx = HostArray(p.opt.dtype, p.x.size());
-  o.dweight.assign(p.shape.dim * p.shape.width, 0.0f);
-  o.dbias.assign(p.shape.dim, 0.0f);
-  return o;
 }
 
 // [docs:ch06_run]
