@@ -90,6 +90,13 @@ class ChapterProfile:
     # records do not overlap (kernel_variant), or are marked as overlapping when there is none.
     kernel_variant: str = ""
     overlapping: bool = False
+    # A chapter whose variants are named by layout (cf_*, cl_*: chapter 08) has a main kernel per
+    # layout: the roofline draws each (main first).
+    mains: list = dataclasses.field(default_factory=list)
+    # A chapter the charted run does not hold, taken from another result file of the same device: that
+    # file's name (the charts say so), and whether its shape is the charted run's (B, D, L, W).
+    borrowed: str = ""
+    comparable: bool = False
 
 
 def chapter_label(chapter):
@@ -446,17 +453,111 @@ def chapter_profiles(view):
             p.device_ms = used_head.kernels_ms
         elif p.categories.get("kernel") is not None and p.kernels:
             p.device_ms = p.categories["kernel"]
-        mains = [k for k in view.kernels if k.chapter == ch and k.variant == used]
-        if mains:
-            p.main = mains[0]
-            p.ceiling_gbs = mains[0].copy_ceiling_gbs
-            p.floor_tensors = 3 if is_backward(ch) else 2
-            p.floor_ms = copy_floor_ms(mains[0].shape, p.ceiling_gbs, p.floor_tensors)
+        _set_mains(p, [k for k in view.kernels if k.chapter == ch], used)
         if p.categories or p.e2e_ms is not None:
             out.append(p)
     if not out:
         raise FormatError(f"{view.run}: no chapter has {view.source} data to chart")
     return out
+
+
+# Variant names that say the layout (chapter 08: cf_chunked, cl_tiled, ...).
+LAYOUT_PREFIXES = ("cf_", "cl_")
+
+
+def _layout(variant):
+    return next((x for x in LAYOUT_PREFIXES if variant.startswith(x)), "")
+
+
+def headline_kernels(kernels, variant):
+    """A chapter's main kernels among its kernel summary rows of one run and shape (file order): the
+    first kernel of `variant`; where the variants are named by layout (cf_*, cl_*), also the first
+    kernel of the first variant of each other layout (its headline in that layout)."""
+    first = next((k for k in kernels if k.variant == variant), None)
+    if first is None:
+        return []
+    out = [first]
+    if _layout(variant):
+        for k in kernels:
+            if _layout(k.variant) and all(_layout(k.variant) != _layout(m.variant) for m in out):
+                out.append(k)
+    return out
+
+
+def _set_mains(p, kernels, variant):
+    mains = headline_kernels(kernels, variant)
+    if mains:
+        p.main, p.mains = mains[0], mains
+        p.ceiling_gbs = mains[0].copy_ceiling_gbs
+        p.floor_tensors = 3 if is_backward(p.chapter) else 2
+        p.floor_ms = copy_floor_ms(mains[0].shape, p.ceiling_gbs, p.floor_tensors)
+
+
+def shape_dims(shape):
+    """What makes two shapes comparable whatever their dtype: (B, D, L, W) and any other words
+    (bias, silu), or None when the shape does not say B, D and L."""
+    words = (shape or "").split()
+    dims = dict(re.findall(r"\b([BDLW])=(\d+)", shape or ""))
+    if not {"B", "D", "L"} <= set(dims):
+        return None
+    rest = tuple(sorted(w for w in words if not re.match(r"^[BDLW]=\d+$", w) and w not in DTYPE_BYTES))
+    return tuple(int(dims.get(k, 0)) for k in "BDLW") + rest
+
+
+def dims_label(shape):
+    """A shape without its dtype: 'B=8 D=4096 L=4096 W=4'."""
+    return " ".join(w for w in (shape or "").split() if w not in DTYPE_BYTES)
+
+
+def borrowed_profiles(view, profiles):
+    """Chapters the charted run does not hold but other loaded result files of the same device do
+    (a benchmark's summary and kernel tables): one ChapterProfile each, from one file at one shape,
+    the charted run's B, D, L and W when a file has them (comparable=True), else the first shape of
+    the first file that lists the chapter's kernels. Only summary figures: no categories, no kernels
+    per run. The charts say where each comes from."""
+    have = {p.chapter for p in profiles}
+    run_dims = {shape_dims(s.shape) for s in view.summaries}
+    run_dims = run_dims.pop() if len(run_dims) == 1 else None
+    summaries = [s for s in view.all_summaries if s.chapter not in have and s.device == view.device]
+    kernels = [k for k in view.all_kernels if k.chapter not in have]
+    out = []
+    for ch in sorted({s.chapter for s in summaries} | {k.chapter for k in kernels}):
+        ks = [k for k in kernels if k.chapter == ch]
+        ss = [s for s in summaries if s.chapter == ch]
+        same = [s for s in ss if run_dims and shape_dims(s.shape) == run_dims]
+        head = same[0] if same else None
+        if head is None and ks:
+            first = ks[0]
+            head = next((s for s in ss if s.shape == first.shape and _stem(s.file) == _stem(first.file)), None)
+        elif head is None and ss:
+            head = ss[0]
+        if head is None:
+            continue
+        p = ChapterProfile(ch, chapter_label(ch), head.variant, "timed runs", 1.0, {}, {})
+        p.e2e_ms, p.device_ms = head.e2e_ms, head.kernels_ms
+        p.borrowed = head.file.rsplit("/", 1)[-1] or "a summary"
+        p.comparable = bool(same)
+        # Its kernels: the same file's kernel table (the same stem), the same shape, the first run.
+        _set_mains(p, [k for k in ks if _stem(k.file) == _stem(head.file) and k.shape == head.shape], head.variant)
+        out.append(p)
+    return out
+
+
+def _stem(file):
+    """A summary file and its kernel table share a stem: bench_08.tsv, bench_08_kernels.tsv."""
+    name = (file or "").rsplit("/", 1)[-1]
+    for suffix in ("_kernels.tsv", ".tsv"):
+        if name.endswith(suffix):
+            return name[:-len(suffix)]
+    return name
+
+
+def measured_shapes(view, chapter):
+    """The shapes (without dtype) at which the loaded summaries of this device measured a chapter, in
+    file order, with the files: ([shape], [file name])."""
+    rows = [s for s in view.all_summaries if s.chapter == chapter and s.device == view.device]
+    return (list(dict.fromkeys(" ".join(w for w in s.shape.split() if re.match(r"^[BDLW]=\d+$", w)) for s in rows)),
+            list(dict.fromkeys(s.file.rsplit("/", 1)[-1] for s in rows)))
 
 
 # ---- the numbers behind each chart -----------------------------------------------------------
@@ -560,20 +661,30 @@ def timeline_chapter(profiles, wanted=None):
     return max(with_tl, key=lambda p: (streams(p), p.chapter))
 
 
+class RoofPoint(tuple):
+    """(label, kernel, flop per byte, attained TFLOP/s), carrying the profile and the kernel summary
+    row it comes from (.profile, .summary)."""
+    def __new__(cls, label, kernel, intensity, attained, profile=None, summary=None):
+        t = super().__new__(cls, (label, kernel, intensity, attained))
+        t.profile, t.summary = profile, summary
+        return t
+
+
 def roofline_points(profiles):
-    """[(label, kernel, flop per byte, attained TFLOP/s)] of each chapter's main kernel. With an
-    external source, its time for that kernel replaces the chapter's own when the names match."""
+    """[RoofPoint] of each chapter's main kernels (one per layout where a chapter's variants are named
+    by layout). With an external source, its time for a kernel replaces the chapter's own when the
+    names match."""
     out = []
     for p in profiles:
-        m = p.main
-        if not m or m.gbs <= 0 or m.tflops <= 0:
-            continue
-        intensity = m.tflops * 1e12 / (m.gbs * 1e9)
-        attained = m.tflops
-        ext_ms = p.kernels.get(m.kernel) if p.basis == "timed runs" else None
-        if ext_ms and m.ms > 0:
-            attained = m.tflops * m.ms / ext_ms
-        out.append((p.label, m.kernel, intensity, attained))
+        for m in getattr(p, "mains", None) or ([p.main] if p.main else []):
+            if m.gbs <= 0 or m.tflops <= 0:
+                continue
+            intensity = m.tflops * 1e12 / (m.gbs * 1e9)
+            attained = m.tflops
+            ext_ms = p.kernels.get(m.kernel) if p.basis == "timed runs" and m is p.main else None
+            if ext_ms and m.ms > 0:
+                attained = m.tflops * m.ms / ext_ms
+            out.append(RoofPoint(p.label, m.kernel, intensity, attained, p, m))
     return out
 
 
@@ -590,7 +701,7 @@ def compute_roofs(view, profiles):
     """[Roof] for the roofline, lowest first: per dtype, the fastest library GEMM the loaded result
     files measured on this device (any run: a benchmark at a larger shape counts); where none was
     measured, the datasheet figure of a known device for the dtypes the points use."""
-    point_dtypes = {shape_dtype(p.main.shape) for p in profiles if p.main}
+    point_dtypes = {shape_dtype(m.shape) for p in profiles for m in (getattr(p, "mains", None) or [p.main]) if m}
     roofs = []
     for dtype in ROOF_DTYPES:
         measured = [k for k in view.all_kernels + view.kernels
@@ -762,3 +873,99 @@ def kernel_agreement(ds, source):
         out.append(Agreement(key[1], key[2], len(windows), events / n / 1e6, measured / n / 1e6, how,
                              len(own_kernels) / n))
     return out
+
+
+# ---- every run of every variant: bytes, flops, time, copy floor --------------------------------
+
+VARIANT_RUN_COLUMNS = ("file", "chapter", "name", "variant", "shape", "kernels", "moved_mb", "required_mb",
+                       "moved_over_required", "gflop", "conv_gflop", "flop_multiple", "flop_per_byte",
+                       "end_to_end_ms", "device_ms", "copy_ceiling_gbs", "floor_ms", "moved_floor_ms",
+                       "ceiling_pct", "device")
+
+
+def _run_blocks(kernels):
+    """A kernel table's rows grouped by run: consecutive rows of one chapter, variant, shape and copy
+    ceiling, a new run starting where a kernel name comes again."""
+    blocks = []
+    for k in kernels:
+        b = blocks[-1] if blocks else None
+        key = (k.file, k.chapter, k.variant, k.shape, k.copy_ceiling_gbs)
+        if b is None or b[0] != key or any(x.kernel == k.kernel for x in b[1]):
+            blocks.append((key, [k]))
+        else:
+            b[1].append(k)
+    return blocks
+
+
+def variant_runs(summaries, kernels, base=None):
+    """One row per summary row (one run of one variant) of every loaded summary table: the bytes its
+    kernels move by their napkin counts (GB/s × ms, summed; "whole ..." rows, which sum other rows,
+    left out), their flops, the bytes and time a perfect kernel needs (x and out once, or x, dout and
+    dx for a backward; at the copy ceiling measured in the same run), the time all of its kernels' bytes
+    take at that ceiling, and the share of the ceiling the run's device time reaches (floor / device
+    time). A summary row's kernels are the k-th run of the same chapter, variant and shape in the
+    kernel table beside it (FILE_kernels.tsv). `file` is relative to `base` when under it. Values that
+    the files do not give are left empty."""
+    import pathlib
+    blocks = collections.defaultdict(list)
+    for (file, chapter, variant, shape, _), ks in _run_blocks(kernels):
+        blocks[(_stem_path(file), chapter, variant, shape)].append(ks)
+    seen = collections.Counter()
+    out = []
+    for s in summaries:
+        key = (_stem_path(s.file), s.chapter, s.variant, s.shape)
+        k = seen[key]
+        seen[key] += 1
+        ks = [x for x in (blocks[key][k] if k < len(blocks[key]) else []) if not x.kernel.startswith("whole ")]
+        file = s.file
+        if base is not None:
+            try:
+                file = pathlib.Path(s.file).resolve().relative_to(pathlib.Path(base).resolve()).as_posix()
+            except ValueError:
+                file = pathlib.Path(s.file).name
+        number, _, name = s.chapter[2:].partition("_")
+        row = dict.fromkeys(VARIANT_RUN_COLUMNS, "")
+        row.update(file=file, chapter=number, name=name, variant=s.variant, shape=s.shape, device=s.device,
+                   end_to_end_ms=f"{s.e2e_ms:.4f}", device_ms=f"{s.kernels_ms:.4f}")
+        parsed = parse_shape(s.shape)
+        conv = conv_flops(s.shape)
+        required = (3 if is_backward(s.chapter) else 2) * parsed[0] * parsed[1] / 1e6 if parsed else None
+        if required:
+            row["required_mb"] = f"{required:.1f}"
+        if conv:
+            row["conv_gflop"] = f"{conv / 1e9:.3f}"
+        if ks:
+            moved = sum(x.gbs * x.ms for x in ks)          # GB/s × ms = MB
+            gflop = sum(x.tflops * x.ms for x in ks)       # TFLOP/s × ms = GFLOP
+            ceiling = ks[0].copy_ceiling_gbs
+            row.update(kernels="+".join(x.kernel for x in ks), moved_mb=f"{moved:.1f}", gflop=f"{gflop:.3f}",
+                       copy_ceiling_gbs=f"{ceiling:.1f}", moved_floor_ms=f"{moved / ceiling:.4f}")
+            if moved > 0:
+                row["flop_per_byte"] = f"{gflop * 1e3 / moved:.2f}"
+            if required:
+                row["moved_over_required"] = f"{moved / required:.2f}"
+                floor = required / ceiling
+                row["floor_ms"] = f"{floor:.4f}"
+                if s.kernels_ms > 0:
+                    row["ceiling_pct"] = f"{100 * floor / s.kernels_ms:.1f}"
+            if conv:
+                row["flop_multiple"] = f"{gflop * 1e9 / conv:.4g}"
+        out.append(row)
+    return out
+
+
+def _stem_path(file):
+    """The path of a summary table and of its kernel table without the suffixes they differ by."""
+    file = file or ""
+    for suffix in ("_kernels.tsv", ".tsv"):
+        if file.endswith(suffix):
+            return file[:-len(suffix)]
+    return file
+
+
+def write_variant_runs(rows, path):
+    with open(path, "w") as f:
+        f.write("\t".join(VARIANT_RUN_COLUMNS) + "\n")
+        for r in rows:
+            f.write("\t".join(str(r[c]) for c in VARIANT_RUN_COLUMNS) + "\n")
+    return path

@@ -78,6 +78,11 @@ def _save(fig, path):
     return path
 
 
+def _times(v):
+    """A speed-up as a label: 1.19, 40.3, 123, 1,640 (no powers of ten)."""
+    return f"{v:.3g}" if v < 1000 else f"{v:,.0f}"
+
+
 def _ms(v):
     """A time in ms as a label: 66 ms, 3.6 ms, 0.904 ms, 37.5 µs."""
     if v >= 100:
@@ -124,7 +129,8 @@ def chart_categories(view, profiles, path):
     shown = [p for p in profiles if p.categories]
     ticks = [_label(p) for p in shown]
     x = np.arange(len(labels))
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 5.6), layout="constrained")
+    # More chapters, a wider figure: each group's total sits above it and must not run into the next.
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12 + 1.2 * max(0, len(labels) - 7), 5.6), layout="constrained")
     # Left: each category's own bar on a log scale, so that a chapter of microseconds stays as legible
     # as one of tens of milliseconds (stacked bars on a log axis would distort the segments); the
     # outline around each group is the whole run.
@@ -169,7 +175,7 @@ def chart_categories(view, profiles, path):
     fig.suptitle("Where the time goes: allocations, copies, host steps and kernels per chapter", fontsize=12)
     notes = [n for n in [_basis_note(profiles)] + _variant_notes(
         profiles, why="so their stages add up to more than the run and their shares would not be shares of it") if n]
-    _footer(fig, view, _wrap("; ".join(notes), 170))
+    _footer(fig, view, _wrap("\n".join(n for n in ["; ".join(notes), _not_in_run_note(view, profiles)] if n), 170))
     return _save(fig, path)
 
 
@@ -204,21 +210,52 @@ def chart_top_kernels(view, profiles, path, n=5):
     ax.legend(handles, [_label(by_label[c]) for c in chapters], title="chapter", **OUTSIDE)
     fig.suptitle(f"The {n} slowest kernels of each chapter", fontsize=12)
     notes = [n for n in [_basis_note(profiles)] + _variant_notes(profiles, "kernels") if n]
-    _footer(fig, view, _wrap("; ".join(notes), 170))
+    _footer(fig, view, _wrap("\n".join(n for n in ["; ".join(notes), _not_in_run_note(view, profiles)] if n), 170))
     return _save(fig, path)
 
 
+def _absent_notes(view, borrowed):
+    """The ladder's footer lines for chapters the charted run does not hold: where one drawn from
+    another file comes from, or why one is not drawn (measured only at other shapes)."""
+    notes = []
+    for p in borrowed:
+        shapes, files = analysis.measured_shapes(view, p.chapter)
+        if p.comparable:
+            notes.append(f"{p.label}: not in this run; its figures come from {p.borrowed} (another run of the same "
+                         f"device at the same B, D, L and W: {p.main.shape if p.main else 'its shape'})")
+        else:
+            notes.append(f"{p.label}: not drawn: this run does not hold it, and the result files measured it only at "
+                         f"other shapes ({'; '.join(shapes)} in {', '.join(files)}), which are not compared with "
+                         f"this one")
+    return notes
+
+
+def _not_in_run_note(view, profiles):
+    """For the charts drawn from the run's own records (categories, top kernels): the chapters that
+    other result files measured but this run does not hold."""
+    absent = analysis.borrowed_profiles(view, profiles)
+    if not absent:
+        return ""
+    return "not in this run, so not drawn: " + "; ".join(
+        f"{p.label} (measured without phase records in {', '.join(analysis.measured_shapes(view, p.chapter)[1])})"
+        for p in absent)
+
+
 def chart_ladder(view, profiles, path):
+    borrowed = analysis.borrowed_profiles(view, profiles)
+    profiles = sorted(list(profiles) + [p for p in borrowed if p.comparable], key=lambda p: p.chapter)
     labels, e2e, dev, floors, speedup = analysis.ladder(profiles)
     if not labels:
         raise FormatError("speed-up ladder: no chapter has end-to-end or device times")
     ps = [p for p in profiles if p.e2e_ms is not None or p.device_ms is not None]
+    labels = [p.label + (f"\n({p.borrowed})" if p.borrowed else "") for p in ps]
     dev_speedup = analysis.device_speedups(profiles)
     slow = analysis.host_step_outliers(profiles)
     x = np.arange(len(labels))
     has_e2e = any(v for v in e2e)  # profiler files alone carry no end-to-end time
     w = 0.38 if has_e2e else 0.5
-    fig, ax = plt.subplots(figsize=(11, 6.2), layout="constrained")
+    # More chapters, a wider plot: the speed-ups above the bars must not run into each other.
+    fig, ax = plt.subplots(figsize=(11 + 0.9 * max(0, len(labels) - 7), 6.2), layout="constrained")
     e = np.array([v if v else np.nan for v in e2e], dtype=float)
     d = np.array([v if v else np.nan for v in dev], dtype=float)
     bars = [(x + w / 2 if has_e2e else x, d, "#2ca02c", "device time (kernels)")]
@@ -258,10 +295,10 @@ def chart_ladder(view, profiles, path):
             marks[p.label], after = "‡", False
     for xi, p, s, ds in zip(x, ps, speedup, dev_speedup):
         if s:
-            ax.text(xi, 1.05, f"×{s:.3g}{marks.get(p.label, '')}", transform=above, ha="center", va="bottom",
+            ax.text(xi, 1.05, f"×{_times(s)}{marks.get(p.label, '')}", transform=above, ha="center", va="bottom",
                     fontsize=9, fontweight="bold")
         if ds and has_e2e:
-            ax.text(xi, 1.012, f"device ×{ds:.3g}", transform=above, ha="center", va="bottom", fontsize=7.5,
+            ax.text(xi, 1.012, f"device ×{_times(ds)}", transform=above, ha="center", va="bottom", fontsize=7.5,
                     color="#2a7a2a")
     ax.set_xticks(x, labels, rotation=30 if len(labels) > 4 else 0, ha="right" if len(labels) > 4 else "center")
     ax.set_ylabel(f"time {_per(profiles)} (ms, log scale)")
@@ -269,7 +306,7 @@ def chart_ladder(view, profiles, path):
     _bar_limits(ax, len(labels))
     ax.legend(**OUTSIDE)
     fig.suptitle("Speed-up ladder: end-to-end and device time per chapter\n"
-                 f"(×: end-to-end speed-up over {labels[0]}; device ×: the same for device time)" if has_e2e else
+                 f"(×: end-to-end speed-up over {ps[0].label}; device ×: the same for device time)" if has_e2e else
                  "Device time per chapter (no end-to-end times: these files hold no chapter summary)", fontsize=12)
     notes = ["medians of the timed runs" if view.source == "builtin" else _basis_note(profiles)]
     notes += _variant_notes([p for p in ps if p.kernel_variant or p.overlapping], "device time")
@@ -286,6 +323,7 @@ def chart_ladder(view, profiles, path):
             notes.append(f"‡ {p.label.split(' ')[0]}: its end-to-end × includes those steps' return to normal speed, and "
                          "with it the earlier chapters' gains they hid: it is not its own change's doing"
                          + (f" (device × {dev_speedup[k]:.3g})" if dev_speedup[k] else ""))
+    notes += _absent_notes(view, borrowed)
     _footer(fig, view, _wrap("\n".join(n for n in notes if n), 170))
     return _save(fig, path)
 
@@ -416,19 +454,28 @@ FLOP_NOTES = {
 }
 
 
+def _point_name(pt):
+    """A point's short label: the chapter's number, and the variant where a chapter has one point per
+    layout ("08 cf_chunked")."""
+    number = pt[0].split(" ")[0]
+    p = pt.profile
+    return f"{number} {pt.summary.variant}" if p is not None and len(p.mains) > 1 else number
+
+
 def chart_roofline(view, profiles, path, roofs=None):
-    points = analysis.roofline_points(profiles)
+    borrowed = analysis.borrowed_profiles(view, profiles)
+    everyone = sorted(list(profiles) + borrowed, key=lambda p: p.chapter)
+    points = analysis.roofline_points(everyone)
     bw = analysis.bandwidth_ceiling(profiles)
     if not points or not bw:
         raise FormatError("roofline: needs the chapters' kernel summary (FILE_kernels.tsv from --summary)")
-    roofs = analysis.compute_roofs(view, profiles) if roofs is None else roofs
-    by_label = {p.label: p for p in profiles}
+    roofs = analysis.compute_roofs(view, everyone) if roofs is None else roofs
     xs = [pt[2] for pt in points]
     ys = [pt[3] for pt in points]
     ridges = [r.tflops * 1e3 / bw for r in roofs]  # where the bandwidth line meets each roof
     x_lo, x_hi = min(xs + ridges) / 10, max(xs + ridges) * 4
     top = max([r.tflops for r in roofs] + ys)
-    fig, ax = plt.subplots(figsize=(12, 6.6), layout="constrained")
+    fig, ax = plt.subplots(figsize=(13.5, 6.6), layout="constrained")
     grid = np.logspace(math.log10(x_lo), math.log10(x_hi), 200)
     ax.plot(grid, grid * bw / 1e3, color="#d62728", lw=1.5,
             label=f"bandwidth ceiling: copy measured in this run,\n{bw:,.0f} GB/s (the chapters' summary_kernels)")
@@ -436,26 +483,47 @@ def chart_roofline(view, profiles, path, roofs=None):
         ridge = r.tflops * 1e3 / bw
         ax.plot([ridge, x_hi], [r.tflops, r.tflops], color="#333333" if r.measured else "#888888", lw=1.2,
                 ls="-" if r.measured else ":", label=("measured roof, " if r.measured else "datasheet roof, ") + r.label)
-    cmap = plt.get_cmap("tab10")
-    markers = "os^Dv<>PXh"
-    for i, (label, kernel, ai, tf) in enumerate(points):
-        p = by_label[label]
-        mult = analysis.flop_multiple(p.main)
-        dtype = analysis.shape_dtype(p.main.shape) or ""
-        what = f"{label}: {kernel}" + (f" ({p.kernel_variant} variant)" if p.kernel_variant else "")
+    # Colours and markers repeat at different periods, so no two of up to 20 points look alike.
+    cmap = plt.get_cmap("tab10" if len(points) <= 10 else "tab20")
+    markers = "os^Dv<>PXh*"
+    for i, pt in enumerate(points):
+        label, kernel, ai, tf = pt
+        p, m = pt.profile, pt.summary
+        mult = analysis.flop_multiple(m)
+        dtype = analysis.shape_dtype(m.shape) or ""
+        what = f"{label}: {kernel}" + (f" ({p.kernel_variant} variant)" if p.kernel_variant else
+                                       f" ({m.variant})" if len(p.mains) > 1 else "")
         what += f", {dtype}" + (f", counts {mult:.3g}× the conv's flops" if mult else "")
-        ax.plot(ai, tf, markers[i % len(markers)], ms=8, color=cmap(i % 10), alpha=0.85, label=what)
-    # Chapters whose points (nearly) coincide share one label: "01, 02, 03".
+        what += f", {m.ceiling_pct:.3g} % of the copy ceiling"
+        if p.borrowed:
+            what += f"\n    at {analysis.dims_label(m.shape)}, from {m.file.rsplit('/', 1)[-1]} (not in this run)"
+        ax.plot(ai, tf, markers[i % len(markers)], ms=8, color=cmap(i % cmap.N), alpha=0.85, label=what)
+    # Points that (nearly) coincide share one label: "01, 02, 03".
     clusters = []
-    for label, _, ai, tf in points:
+    for pt in points:
+        _, _, ai, tf = pt
         for c in clusters:
             if abs(math.log10(ai / c[1])) < 0.08 and abs(math.log10(tf / c[2])) < 0.12:
-                c[0].append(label.split(" ")[0])
+                c[0].append(_point_name(pt))
                 break
         else:
-            clusters.append([[label.split(" ")[0]], ai, tf])
-    for names, ai, tf in clusters:  # above the point: labels of points at one intensity never collide
-        ax.annotate(", ".join(names), (ai, tf), textcoords="offset points", xytext=(0, 8), ha="center", fontsize=9)
+            clusters.append([[_point_name(pt)], ai, tf])
+    def near(o, ai, tf, side):  # another point just to this side of (ai, tf), at about its height
+        dx = math.log10(o[1] / ai) * side
+        return 0 < dx < 0.4 and abs(math.log10(o[2] / tf)) < 0.25
+
+    for names, ai, tf in clusters:
+        # Above the point (labels of points at one intensity never collide); beside it, away from the
+        # neighbour, when another point sits just left or right of it at about the same height.
+        if any(near(o, ai, tf, +1) for o in clusters):
+            ax.annotate(", ".join(names), (ai, tf), textcoords="offset points", xytext=(-8, 0), ha="right",
+                        va="center", fontsize=9)
+        elif any(near(o, ai, tf, -1) for o in clusters):
+            ax.annotate(", ".join(names), (ai, tf), textcoords="offset points", xytext=(8, 0), ha="left",
+                        va="center", fontsize=9)
+        else:
+            ax.annotate(", ".join(names), (ai, tf), textcoords="offset points", xytext=(0, 8), ha="center",
+                        fontsize=9)
     ax.set_xscale("log")
     ax.set_yscale("log")
     _plain_log(ax.xaxis)
@@ -469,13 +537,24 @@ def chart_roofline(view, profiles, path, roofs=None):
     fig.suptitle("Roofline: each chapter's main kernel under the measured copy bandwidth and compute roofs",
                  fontsize=12)
     notes = ["flops as each kernel's model counts them, shown as a multiple of the convolution's own 2·B·D·L·W"]
-    kernels = list(dict.fromkeys(k for _, k, _, _ in points))
+    kernels = list(dict.fromkeys(pt[1] for pt in points))
     notes += [f"{key}: {text}" for key, text in FLOP_NOTES.items() if any(k.startswith(key) for k in kernels)]
     if roofs:
         notes.append("roofs: the fastest library GEMM measured per dtype in the loaded result files (what this "
                      "device reached, a lower bound on its peak)"
                      + ("; a datasheet figure where none was measured" if any(not r.measured for r in roofs) else ""))
-    notes += _variant_notes([by_label[pt[0]] for pt in points if by_label[pt[0]].kernel_variant], "point")
+    notes += _variant_notes([p for p in profiles if p.kernel_variant and p.main], "point")
+    layouts = [p for p in everyone if len(p.mains) > 1]
+    if layouts:
+        notes.append(", ".join(p.label for p in layouts) + ": one point per layout, the headline variant of each "
+                     "(variants named cf_* for channel-first, cl_* for channel-last)")
+    for p in borrowed:
+        if p.main:
+            notes.append(f"{p.label}: not in this run; from {p.main.file.rsplit('/', 1)[-1]} at {p.main.shape} "
+                         f"(that run's copy ceiling {p.main.copy_ceiling_gbs:,.0f} GB/s), "
+                         + ("the same B, D, L and W as this run" if p.comparable else
+                            "another shape than the other points: compare its distance below the bandwidth line, "
+                            "not its TFLOP/s"))
     _footer(fig, view, _wrap("\n".join(notes), 185))
     return _save(fig, path)
 

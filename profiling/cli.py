@@ -4,6 +4,7 @@ import pathlib
 import sys
 
 from profiling import analysis, load, table
+from profiling.catalog import VARIANT_RUNS
 from profiling.table import FormatError
 
 
@@ -21,6 +22,12 @@ def _plot(paths, out, args):
     drawn = charts.draw_all(view, profiles, out, getattr(args, "timeline_chapter", None))
     for p in drawn:
         print(f"  {p}")
+    # Beside the charts: every run of every variant in the loaded summary tables, with the bytes its
+    # kernels move, its copy floor and its share of the copy ceiling (docs/what-we-learned.md quotes it).
+    rows = analysis.variant_runs(ds.summaries, ds.kernels, base=paths[0] if len(paths) == 1 else None)
+    if rows:
+        table = analysis.write_variant_runs(rows, pathlib.Path(out) / VARIANT_RUNS)
+        print(f"  {table}")
     return drawn
 
 
@@ -119,7 +126,8 @@ def build_parser():
     p.add_argument("--timeline-chapter", help="chapter for the timeline chart")
     p.set_defaults(func=cmd_run)
 
-    p = sub.add_parser("plot", help="draw the charts from existing files")
+    p = sub.add_parser("plot", help="draw the charts from existing files, and write variant_runs.tsv beside them "
+                                    "(bytes, copy floor and share of the copy ceiling of every run in the summaries)")
     p.add_argument("paths", nargs="+", help="folders (searched recursively) or files")
     p.add_argument("--out", help="folder for the PNG files (default: charts/ inside the first folder)")
     _add_chart_options(p)

@@ -39,6 +39,36 @@ NSYS_REPORTS = (("cuda_gpu_kern_sum", "kernel"), ("cuda_api_sum", "api"), ("cuda
                 ("gpumemtimesum", "copy"), ("nvtxsum", "marker"), ("nvtx_pushpop_sum", "marker"))
 
 
+# The project's own tables that are no profile and that the charts do not read, by the columns of
+# their header line (each names what writes it): found while walking a results folder, they are
+# known, not "ignored". Summaries, kernel summaries and stage timelines are read (below).
+PROJECT_TSV = (
+    (("variant", "host_memory", "streams", "chunks", "wall_ms", "stages_ms"),
+     "chapter 07's pipeline table (FILE_pipeline.tsv beside its --summary FILE)"),
+    (("chapter", "variant", "timed_runs", "events_ms"),
+     "a kernel-time comparison (python -m profiling compare --tsv)"),
+    (("chapter", "variant", "kernel", "kernel_ms_gate_on", "kernel_ms_gate_off"),
+     "the stream gate on and off (scripts/gpu-check.d/50-profiling.sh)"),
+    (("batch", "dim", "seqlen", "width", "elements", "layout", "threads", "forward_s"),
+     "the fp64 reference's timing (conv1d_bench_reference --summary)"),
+    (("kernel", "args", "launches"),
+     "Nsight Compute medians per kernel (scripts/result_tables.py ncu)"),
+    (("kernel", "args", "registers", "stack", "local"),
+     "registers per kernel (scripts/result_tables.py resources)"),
+    (("file", "chapter", "variant", "shape", "moved_mb", "required_mb", "device_ms", "floor_ms"),
+     "the bytes, time and copy floor of every run (written by python -m profiling plot)"),
+)
+PROJECT_CSV = (
+    (("source", "run", "chapter", "category", "name", "calls", "total_ns"),
+     "the normalised table (python -m profiling parse --out)"),
+)
+
+
+def project_table(header, tables):
+    """What writes a file with this header line, when it is one of the project's own side tables."""
+    return next((what for columns, what in tables if set(columns) <= header), None)
+
+
 @dataclasses.dataclass
 class Detected:
     fmt: str            # builtin-stats, builtin-trace, rocprof-stats, rocprof-kernel-trace, ...
@@ -68,19 +98,23 @@ def detect(path, text):
     if not (name.endswith(".csv") or name.endswith(".tsv")):
         return None
     if name.endswith(".tsv"):
-        head = text.split("\n", 1)[0].split("\t")
-        if {"chapter", "variant", "end_to_end_ms"} <= set(head):
+        head = set(text.split("\n", 1)[0].rstrip("\r").split("\t"))
+        what = project_table(head, PROJECT_TSV)  # first: the table of variant runs has a summary's columns too
+        if what:
+            return Detected("unused", what)
+        if {"chapter", "variant", "end_to_end_ms"} <= head:
             return Detected("summary")
-        if {"chapter", "variant", "kernel", "ms", "tflops", "gbs"} <= set(head):
+        if {"chapter", "variant", "kernel", "ms", "tflops", "gbs"} <= head:
             return Detected("summary-kernels")
-        if {"chapter", "variant", "timed_runs", "events_ms"} <= set(head):
-            return Detected("unused")  # written by `python -m profiling compare`
-        if set(STAGE_TIMELINE_COLUMNS) <= set(head):
+        if set(STAGE_TIMELINE_COLUMNS) <= head:
             return Detected("stage-timeline")
         return Detected("unknown")
     if any(name.endswith(s) for s in ROCPROF_UNUSED) and not name.endswith("_agent_info.csv"):
         return Detected("unused")
     first = _first_line_cells(text, path)
+    what = project_table(first, PROJECT_CSV)
+    if what:
+        return Detected("unused", what)
     if {"Category", "Iteration", "Start_Timestamp"} <= first:
         return Detected("builtin-trace", source="builtin")
     if {"Name", "Calls", "TotalDurationNs"} <= first:

@@ -130,7 +130,10 @@ def load(paths, explicit=False):
         elif d.fmt == "stage-timeline":
             ds.stages += formats.parse_stage_timeline(f, text, run)
         elif d.fmt == "unused":
-            pass  # a known file the charts do not need (rocprofv3 counters, `compare` tables)
+            # A known file the charts do not need (rocprofv3 counters, the project's own side tables):
+            # said only when it was named on its own.
+            if explicit:
+                ds.notes.append(f"{f}: {d.what or 'a known file'}, not a profile: nothing to read")
         elif d.fmt == "unknown":
             if explicit:
                 formats.parse_file(f, Context("?"), text, d)  # raises with the expected formats
@@ -161,6 +164,6 @@ def load(paths, explicit=False):
     return ds
 
 
-def print_notes(ds, stream=sys.stderr):
+def print_notes(ds, stream=None):
     for n in ds.notes:
-        print(f"profiling: {n}", file=stream)
+        print(f"profiling: {n}", file=stream or sys.stderr)

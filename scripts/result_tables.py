@@ -7,7 +7,7 @@
                                                    number (no thousands separators; the unit in the
                                                    column name)
   result_tables.py resources CUOBJDUMP.txt OUT.tsv  `REG n STACK n LOCAL n <demangled kernel>` lines (as
-                                                   scripts/gpu-check.d/55-chapter-08.sh writes them):
+                                                   scripts/gpu-check.d/48-chapter-08.sh writes them):
                                                    kernel, template arguments, registers, stack, local
 
 Template arguments are joined by "/" (conv_fwd_cf_chunked<__nv_bfloat16, 4, 2> becomes kernel

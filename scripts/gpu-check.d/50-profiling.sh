@@ -1,6 +1,12 @@
 # Profiling (profiling/, docs/profiling.md), sourced by scripts/gpu-check.sh:
-#  - every chapter at one small shape under the chapters' own phase records; the five charts go to
-#    $out/results/charts/ (committed, shown in docs/results.md) and the run to $out/results/profile/;
+#  - every chapter at one small shape under the chapters' own phase records, the run to
+#    $out/results/profile/; then the five charts (committed, shown in docs/results.md) drawn from all
+#    of this check's result files so far, `python -m profiling plot $out/results`, as the tour draws
+#    them from results/gpu-check: the profiling run, plus the benchmark tables of the earlier sections
+#    (chapter 07's stage timeline at its benchmark shape, the cuBLAS roof of chapter 05's benchmark,
+#    chapter 08's kernels from 48-chapter-08.sh, which therefore runs first); beside them variant_runs.tsv (bytes, copy floor and share
+#    of the copy ceiling of every run, quoted by docs/what-we-learned.md); every result file must be
+#    one profiling/ knows;
 #  - the same under our CUPTI tracer (kept in $out/logs/profile/: its API traces are large);
 #  - the tracer's kernel time against the chapters' own device events in the same timed runs, within
 #    10 % (both printed; the table goes to $out/results/profile/cupti_vs_events.tsv);
@@ -21,14 +27,35 @@ prof() { PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}" "$prof_py" -m profiling "
 if ! "$prof_py" -c "import numpy, matplotlib" > /dev/null 2>&1; then
   row profiling "Python with numpy and matplotlib" FAIL "$prof_py cannot import them"
 else
-  step "profiling: the chapters' own records, charts"
+  step "profiling: the chapters' own records"
   rm -rf "$out/results/charts" "$out/results/profile"
-  if prof run --source builtin --build "$build" --out "$out/results/profile" "${prof_shape[@]}" \
-       --charts "$out/results/charts" > "$out/logs/profiling_builtin.log" 2>&1; then
-    row profiling "run --source builtin ${prof_shape[*]}" pass "$(cd "$out/results/charts" && echo *.png)"
+  if prof run --source builtin --build "$build" --out "$out/results/profile" "${prof_shape[@]}" --no-charts \
+       > "$out/logs/profiling_builtin.log" 2>&1; then
+    row profiling "run --source builtin ${prof_shape[*]}" pass \
+      "$(grep -m1 'results in' "$out/logs/profiling_builtin.log" | sed "s|.*$out/||")"
   else
     row profiling "run --source builtin ${prof_shape[*]}" FAIL "see logs/profiling_builtin.log"
     tail -n 20 "$out/logs/profiling_builtin.log"
+  fi
+
+  # The committed charts come from every result file of this check, not from the profiling run alone:
+  # the run is the one charted (the newest run_info.json), the other files add what it lacks.
+  step "profiling: charts from every result file"
+  if prof plot "$out/results" --out "$out/results/charts" > "$out/logs/profiling_charts.log" 2>&1; then
+    row profiling "plot results/ (the profiling run and the benchmark tables)" pass \
+      "$(cd "$out/results/charts" && echo *.png *.tsv)"
+  else
+    row profiling "plot results/ (the profiling run and the benchmark tables)" FAIL "see logs/profiling_charts.log"
+  fi
+  cat "$out/logs/profiling_charts.log"
+  # A result file of no format profiling/ knows is noted as ignored: teach profiling/formats.py its header
+  # (PROJECT_TSV) when it is one of the project's own.
+  ignored=$(grep -c 'ignored, not a format' "$out/logs/profiling_charts.log")
+  if ((ignored == 0)); then
+    row profiling "every result file of a known format" pass
+  else
+    row profiling "every result file of a known format" FAIL \
+      "$ignored ignored: $(grep 'ignored, not a format' "$out/logs/profiling_charts.log" | sed "s|.*$out/||; s|: ignored.*||" | tr '\n' ' ')"
   fi
   png_bytes=$(cat "$out"/results/charts/*.png 2> /dev/null | wc -c)
   if ((png_bytes > 0 && png_bytes <= 600000)); then

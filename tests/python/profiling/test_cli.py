@@ -75,7 +75,9 @@ def test_run_builtin_stores_by_device_and_draws(tmp_path, capsys):
     assert info["shape_label"] == "B=2 D=512 L=2048 W=4 fp32" and "--batch 2" in info["shape_flags"]
     assert (run / "ch01_first" / "ch01_first_trace.csv").is_file() and (run / "ch01_first" / "ch01_first.log").is_file()
     charts = sorted(p.name for p in (run / "charts").iterdir())
-    assert charts == sorted(["categories.png", "top_kernels.png", "ladder.png", "timeline.png", "roofline.png"])
+    # The five charts, and the table of every variant's run beside them (bytes, copy floor, share).
+    assert charts == sorted(["categories.png", "top_kernels.png", "ladder.png", "timeline.png", "roofline.png",
+                             "variant_runs.tsv"])
     assert not (out / ".incoming-builtin").exists()
     # A second run replaces the first.
     assert cli.main(["run", "--source", "builtin", "--build", str(build), "--out", str(out), "--no-charts",
