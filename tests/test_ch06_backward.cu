@@ -13,25 +13,12 @@
 #include "chapters/06_channel_last_backward/pipeline.cuh"
 #include "common/verify.h"
 #include "tests/gpu_test_util.h"
+#include "tests/shape_options.h"
 
 using namespace conv1d;
 using namespace conv1d::ch06;
 
 namespace {
-
-Options shape_options(int64_t b, int64_t d, int64_t l, int w, Dtype t, bool bias, bool silu,
-                      uint64_t seed) {
-  Options o;
-  o.batch = b;
-  o.dim = d;
-  o.seqlen = l;
-  o.width = w;
-  o.dtype = t;
-  o.bias = bias;
-  o.silu = silu;
-  o.seed = seed;
-  return o;
-}
 
 // One backward on the GPU from poisoned outputs, results copied back.
 template <class TileT = DefaultTile>

@@ -18,6 +18,7 @@
 #include "common/runner.h"
 #include "common/verify.h"
 #include "tests/gpu_test_util.h"
+#include "tests/shape_options.h"
 
 using namespace conv1d;
 using namespace conv1d::ch08;
@@ -131,20 +132,6 @@ HostArray run(const Kernel& k, const Problem& p, size_t offset = 0) {
                                        << r.details();
 }
 
-Options options(int64_t b, int64_t d, int64_t l, int w, Dtype t, bool bias, bool silu,
-                uint64_t seed) {
-  Options o;
-  o.batch = b;
-  o.dim = d;
-  o.seqlen = l;
-  o.width = w;
-  o.dtype = t;
-  o.bias = bias;
-  o.silu = silu;
-  o.seed = seed;
-  return o;
-}
-
 }  // namespace
 
 // Every kernel at shapes chosen to hit every path: L < W, L shorter than a vector (vectors span
@@ -152,19 +139,10 @@ Options options(int64_t b, int64_t d, int64_t l, int w, Dtype t, bool bias, bool
 // channel.
 TEST(Ch08Direct, EveryKernelMatchesTheReference) {
   CONV1D_REQUIRE_GPU_OR_SKIP();
-  struct Shape {
-    int64_t b, d, l;
-  };
-  const Shape shapes[] = {{1, 1, 1},    {2, 3, 2},     {1, 5, 7},   {3, 37, 101},
-                          {2, 64, 300}, {1, 24, 4095}, {2, 136, 65}};
-  uint64_t seed = 1;
-  for (const Shape& sh : shapes)
-    for (Dtype t : {Dtype::fp32, Dtype::fp16, Dtype::bf16})
-      for (int w : {2, 3, 4}) {
-        const bool bias = (seed % 2) == 0, silu = (seed % 3) != 1;
-        const Problem p = make_problem(options(sh.b, sh.d, sh.l, w, t, bias, silu, ++seed));
-        for (const Kernel& k : all_kernels()) EXPECT_TRUE(matches_reference(k, p, run(k, p)));
-      }
+  for_each_awkward_shape(1, 300, [](const Options& o) {
+    const Problem p = make_problem(o);
+    for (const Kernel& k : all_kernels()) EXPECT_TRUE(matches_reference(k, p, run(k, p)));
+  });
 }
 
 // Random shapes, every dtype and width, bias and SiLU both ways.
@@ -172,11 +150,7 @@ TEST(Ch08Direct, RandomShapesMatchTheReference) {
   CONV1D_REQUIRE_GPU_OR_SKIP();
   Rng rng(808);
   for (int trial = 0; trial < 24; ++trial) {
-    const Options o =
-        options(rng.range(1, 3), trial % 4 == 0 ? 8 * rng.range(1, 20) : rng.range(1, 90),
-                rng.range(1, 700), static_cast<int>(rng.range(2, 4)),
-                std::vector<Dtype>{Dtype::fp32, Dtype::fp16, Dtype::bf16}[trial % 3],
-                rng.range(0, 1) == 1, rng.range(0, 1) == 1, rng.next());
+    const Options o = random_shape_options(rng, trial, 700);
     const Problem p = make_problem(o);
     for (const Kernel& k : all_kernels()) EXPECT_TRUE(matches_reference(k, p, run(k, p)));
   }
@@ -188,7 +162,7 @@ TEST(Ch08Direct, RandomShapesMatchTheReference) {
 TEST(Ch08Direct, KernelsOfALayoutGiveTheSameBits) {
   CONV1D_REQUIRE_GPU_OR_SKIP();
   for (Dtype t : {Dtype::fp32, Dtype::bf16}) {
-    const Problem p = make_problem(options(2, 72, 333, 4, t, true, true, 77));
+    const Problem p = make_problem(shape_options(2, 72, 333, 4, t, true, true, 77));
     const HostArray cf = run({"cf_vector", Layout::channel_first}, p);
     const HostArray cl = run({"cl_vector", Layout::channel_last}, p);
     for (const Kernel& k : all_kernels()) {
@@ -202,7 +176,7 @@ TEST(Ch08Direct, KernelsOfALayoutGiveTheSameBits) {
 // still compute the right thing; the channel-first vector kernels refuse with a clear message.
 TEST(Ch08Direct, MisalignedPointers) {
   CONV1D_REQUIRE_GPU_OR_SKIP();
-  const Problem p = make_problem(options(2, 48, 50, 3, Dtype::bf16, true, false, 5));
+  const Problem p = make_problem(shape_options(2, 48, 50, 3, Dtype::bf16, true, false, 5));
   for (const Kernel& k : all_kernels()) {
     if (k.name == "cf_vector" || k.name == "cf_chunked") {
       EXPECT_THROW(run(k, p, 1), std::invalid_argument) << describe(k, p.o);
@@ -257,5 +231,6 @@ TEST(Ch08Launch, RowsPerThreadFillTheGpu) {
   EXPECT_EQ(cl_tiled_rows(32, 512, 256, 132),
             kTileBatch);  // 32x2048x512 bf16: 16 rows would leave 262144
   EXPECT_EQ(cl_tiled_rows(4, 1024, 8, 132), kTileBatch);
-  EXPECT_EQ(cl_tiled_rows(4, 1024, 8, 132, 16), 16);  // asked for
+  EXPECT_EQ(cl_tiled_rows(4, 1024, 8, 132, 16), 16);       // asked for
+  EXPECT_EQ(cl_tiled_rows(8, 4096, 512, 132, 0, 16), 16);  // at most 16 (the 16-bit types)
 }

@@ -39,12 +39,16 @@ struct Filter {
 };
 
 template <int W, class T>
-__device__ __forceinline__ Filter<W> load_filter(const DirectArgs<T>& a, int64_t d) {
+__device__ __forceinline__ Filter<W> load_filter(const T* weight, const T* bias, int64_t d) {
   Filter<W> f;
 #pragma unroll
-  for (int k = 0; k < W; ++k) f.w[k] = to_float(a.weight[d * W + k]);
-  f.bias = a.bias != nullptr ? to_float(a.bias[d]) : 0.0f;
+  for (int k = 0; k < W; ++k) f.w[k] = to_float(weight[d * W + k]);
+  f.bias = bias != nullptr ? to_float(bias[d]) : 0.0f;
   return f;
+}
+template <int W, class T>
+__device__ __forceinline__ Filter<W> load_filter(const DirectArgs<T>& a, int64_t d) {
+  return load_filter<W>(a.weight, a.bias, d);
 }
 
 // One output from its window: in[k] is the input k - (W-1) steps back. kMasked: `valid` (a bit per

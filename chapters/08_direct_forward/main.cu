@@ -182,8 +182,9 @@ class DirectForwardChapter : public Chapter {
     const Options& o = opt_;
     upload();
     choices_.access_bytes = static_cast<int>(flags_.access_bytes);
-    choices_.rows = cl_tiled_rows(o.batch, o.seqlen, o.dim / cl_columns_access(), f.dev.sm_count,
-                                  static_cast<int>(flags_.rows));
+    choices_.rows =
+        cl_tiled_rows(o.batch, o.seqlen, o.dim / cl_columns_access(), f.dev.sm_count,
+                      static_cast<int>(flags_.rows), dtype_bytes(o.dtype) == 4 ? 32 : 16);
     choices_.vectors =
         chunked_vectors(ceil_div(o.batch * o.dim * o.seqlen, dtype_bytes(o.dtype) == 4 ? 4 : 8),
                         f.dev.sm_count, static_cast<int>(flags_.vectors));
