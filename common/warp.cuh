@@ -25,6 +25,16 @@ __device__ __forceinline__ uint32_t shuffle_up(uint32_t v, int delta) {
 #endif
 }
 
+// The value `v` of lane (this lane + delta); the top delta lanes get their own value back. Every
+// lane of the warp must call it.
+__device__ __forceinline__ uint32_t shuffle_down(uint32_t v, int delta) {
+#if defined(CONV1D_BACKEND_HIP)
+  return __shfl_down(v, delta);
+#else
+  return __shfl_down_sync(0xFFFFFFFFu, v, delta);
+#endif
+}
+
 // The value `v` of lane `src`. Every lane of the warp must call it.
 __device__ __forceinline__ uint32_t shuffle(uint32_t v, int src) {
 #if defined(CONV1D_BACKEND_HIP)

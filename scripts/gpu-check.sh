@@ -117,6 +117,49 @@ wants chapters && for exe in $chapters; do
   done
 done
 
+# Helpers for the sections.
+# resources_table STEP EXE REGEX OUT_TXT: registers, stack and local memory of EXE's kernels whose
+# names match REGEX (cuobjdump, demangled) in OUT_TXT, the table beside it as .tsv; a row that fails
+# if a kernel has a stack frame or local memory.
+resources_table() {
+  local step=$1 exe=$2 regex=$3 txt=$4
+  {
+    echo "# cuobjdump --dump-resource-usage, $(basename "$exe")'s kernels (demangled)"
+    cuobjdump --dump-resource-usage "$exe" | grep -A1 -E "Function .*($regex)" | grep -v '^--' | paste - - |
+      sed -E 's/Function ([^ :]*):?.*REG:([0-9]+) STACK:([0-9]+) SHARED:([0-9]+) LOCAL:([0-9]+).*/\2 \3 \5 \1/' |
+      while read -r reg stack local name; do
+        printf 'REG %s STACK %s LOCAL %s %s\n' "$reg" "$stack" "$local" "$(echo "$name" | c++filt)"
+      done
+  } > "$txt" 2>&1
+  python3 "$root/scripts/result_tables.py" resources "$txt" "${txt%.txt}.tsv" || true
+  if grep -q '^REG' "$txt" && ! awk '/^REG/ && ($4 > 0 || $6 > 0) {bad = 1} END {exit !bad}' "$txt"; then
+    row "$step" "registers and local memory (cuobjdump)" pass "$(grep -c '^REG' "$txt") kernels, no stack, no local memory"
+  else
+    row "$step" "registers and local memory (cuobjdump)" FAIL "see results/$(basename "$txt")"
+  fi
+}
+
+# sanitize_shapes STEP EXE ARGS...: compute-sanitizer's four tools on EXE at each shape (one quoted
+# string of flags per shape), one row per tool.
+sanitize_shapes() {
+  local step=$1 exe=$2 tool log ok args
+  shift 2
+  for tool in memcheck racecheck initcheck synccheck; do
+    step "$step compute-sanitizer $tool, awkward shapes"
+    log=$out/logs/sanitizer_${step}_${tool}_awkward.log
+    ok=1
+    : > "$log"
+    for args in "$@"; do
+      # shellcheck disable=SC2086  # the arguments are a list of flags
+      compute-sanitizer --tool "$tool" --error-exitcode 99 "$exe" $args --iters 1 --warmup 0 >> "$log" 2>&1 || ok=0
+    done
+    local note
+    note=$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -n1)
+    if ((ok)); then row "$step" "compute-sanitizer $tool, awkward shapes" pass "$note"; else
+      row "$step" "compute-sanitizer $tool, awkward shapes" FAIL "$note"; fi
+  done
+}
+
 # Further sections (benchmarks, profiler checks), one file each, sourced in name order. They may use
 # row, step, $out, $build, $root and $chapters, and write result files under $out/results.
 wants sections && for section in "$root"/scripts/gpu-check.d/$sections_glob.sh; do

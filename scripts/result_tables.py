@@ -28,7 +28,7 @@ def split_name(full):
     if not m:
         return full.strip(), ""
     args = m.group("args") or ""
-    args = "/".join(a.strip().replace("conv1d::", "").replace("ch08::", "") for a in args.split(",")) if args else ""
+    args = "/".join(re.sub(r"\b(?:conv1d|ch\d\d)::", "", a.strip()) for a in args.split(",")) if args else ""
     return m.group("kernel"), args
 
 

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <stdexcept>
 
+#include "chapters/04_bias_epilogue/epilogue.cuh"
 #include "common/async_copy.cuh"
 #include "common/check.h"
 #include "common/device_types.cuh"
@@ -104,12 +105,6 @@ template <class T, int kChannels>
 __device__ inline float2 two_at(const T* tile, int row, int lc) {
   const Vec<T, 2> v = *reinterpret_cast<const Vec<T, 2>*>(tile + row * kChannels + lc);
   return make_float2(to_float(v.v[0]), to_float(v.v[1]));
-}
-
-// silu'(z) in fp32 with the fast exponential (relative error about 1e-6 where it matters).
-__device__ inline float silu_grad_f32(float z) {
-  const float s = __fdividef(1.0f, 1.0f + __expf(-z));  // sigmoid(z)
-  return s * (1.0f + z * (1.0f - s));
 }
 
 // [docs:ch06_kernel]

@@ -80,20 +80,7 @@ if [[ -x $exe8 ]]; then
   fi
 
   res8=$out/results/ch08_resources.txt
-  {
-    echo "# cuobjdump --dump-resource-usage, chapter 08's kernels (demangled)"
-    cuobjdump --dump-resource-usage "$exe8" | grep -A1 -E 'Function .*conv_fwd' | grep -v '^--' | paste - - |
-      sed -E 's/Function ([^ :]*):?.*REG:([0-9]+) STACK:([0-9]+) SHARED:([0-9]+) LOCAL:([0-9]+).*/\2 \3 \5 \1/' |
-      while read -r reg stack local name; do
-        printf 'REG %s STACK %s LOCAL %s %s\n' "$reg" "$stack" "$local" "$(echo "$name" | c++filt)"
-      done
-  } > "$res8" 2>&1
-  python3 "$root/scripts/result_tables.py" resources "$res8" "${res8%.txt}.tsv" || true
-  if grep -q '^REG' "$res8" && ! awk '/^REG/ && ($4 > 0 || $6 > 0) {bad = 1} END {exit !bad}' "$res8"; then
-    row ch08_direct_forward "registers and local memory (cuobjdump)" pass "$(grep -c '^REG' "$res8") kernels, no stack, no local memory"
-  else
-    row ch08_direct_forward "registers and local memory (cuobjdump)" FAIL "see results/ch08_resources.txt"
-  fi
+  resources_table ch08_direct_forward "$exe8" 'conv_fwd' "$res8"
 
   step "ch08 under Nsight Compute"
   if command -v ncu > /dev/null &&
@@ -120,25 +107,10 @@ if [[ -x $exe8 ]]; then
 
   # Sanitizers on what the generic runs (D = 40, L = 67) miss: L shorter than a vector (vectors
   # across rows), D not a multiple of the channel-last vector, fp32, bias and SiLU, each launch choice.
-  for tool in memcheck racecheck initcheck synccheck; do
-    step "ch08 compute-sanitizer $tool, awkward shapes"
-    log=$out/logs/sanitizer_ch08_direct_forward_${tool}_awkward.log
-    ok=1
-    : > "$log"
-    for args in "--batch 3 --dim 37 --seqlen 5 --width 3 --bias --silu --dtype fp32" \
-                "--batch 2 --dim 24 --seqlen 130 --width 4 --dtype fp16 --vectors 8 --rows 16" \
-                "--batch 1 --dim 7 --seqlen 1 --width 2 --dtype bf16 --vectors 1 --rows 32"; do
-      # shellcheck disable=SC2086  # the arguments are a list of flags
-      compute-sanitizer --tool "$tool" --error-exitcode 99 "$exe8" $args --iters 1 --warmup 0 >> "$log" 2>&1 || ok=0
-    done
-    if ((ok)); then
-      row ch08_direct_forward "compute-sanitizer $tool, awkward shapes" pass \
-        "$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -n1)"
-    else
-      row ch08_direct_forward "compute-sanitizer $tool, awkward shapes" FAIL \
-        "$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -n1)"
-    fi
-  done
+  sanitize_shapes ch08_direct_forward "$exe8" \
+    "--batch 3 --dim 37 --seqlen 5 --width 3 --bias --silu --dtype fp32" \
+    "--batch 2 --dim 24 --seqlen 130 --width 4 --dtype fp16 --vectors 8 --rows 16" \
+    "--batch 1 --dim 7 --seqlen 1 --width 2 --dtype bf16 --vectors 1 --rows 32"
 else
   row ch08_direct_forward bench FAIL "$exe8 not built"
 fi

@@ -1,0 +1,192 @@
+// Chapter 09, channel-last (`cl_tiled`): chapter 08's tiled forward, run backwards in its meaning
+// but forwards in time. A lane keeps N neighbouring channels and walks the time steps of its tile,
+// t0 .. t0 + kRows - 1, plus W-1 more: at step t it computes dz[t] (from dout[t] and, with SiLU,
+// the window x[t-(W-1) .. t]), and with the last W values of dz in registers dx[t-(W-1)] is
+// complete. So each row of x and dout is loaded once per tile (and W-1 rows of each halo),
+// kTileBatch rows at a time.
+//
+// A warp is 8 lanes across the channels (8 N channels, a contiguous run of each row) by 4 lanes
+// down the time (4 consecutive tiles). After the walk, the 4 lanes that share channels add their
+// sums by a fixed butterfly: one unit of W+1 sums per channel and 4 kRows time steps, the same bits
+// every run.
+#pragma once
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "chapters/08_direct_forward/cl_vector.cuh"
+#include "chapters/09_direct_backward/bwd_common.cuh"
+#include "common/fast_divmod.h"
+#include "common/launch.cuh"
+
+namespace conv1d::ch09 {
+
+constexpr int kClLanesAcross = 8;                          // lanes along D in a warp
+constexpr int kClLanesDown = kWarpLanes / kClLanesAcross;  // tiles along L in a warp
+constexpr int kTileBatch = 8;                              // rows loaded together
+
+template <class T, int N>
+__device__ __forceinline__ void to_floats(const Vec<T, N>& v, float (&out)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) out[i] = to_float(v.v[i]);
+}
+
+// [docs:ch09_cl_tiled]
+template <class T, int W, int N, int kRows>
+__global__ void conv_bwd_cl(BwdArgs<T> a, FastDivmod by_col_blocks, FastDivmod by_units) {
+  constexpr int kSteps = kRows + W - 1;  // the tile's rows and the W-1 whose dz the last dx needs
+  const int lane = threadIdx.x % kWarpLanes;
+  int64_t bu, col_block;  // bu = b * units + u
+  by_col_blocks.divmod((blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / kWarpLanes, &bu,
+                       &col_block);
+  const int64_t b = by_units.div(bu);
+  if (b >= a.batch) return;  // the whole warp
+  const int64_t d0 = (col_block * kClLanesAcross + lane % kClLanesAcross) * N;
+  const int64_t t0 = ((bu - b * by_units.divisor()) * kClLanesDown + lane / kClLanesAcross) * kRows;
+  const bool channels = d0 < a.dim;  // (D is a multiple of N: a lane's channels are all in or out)
+  const int64_t len = a.seqlen, dim = a.dim;
+  const T* x = a.x + b * len * dim + d0;  // row t at x + t * D
+  const T* g = a.dout + b * len * dim + d0;
+  T* dx = a.dx + b * len * dim + d0;
+
+  Filter<W> f[N];
+#pragma unroll
+  for (int i = 0; i < N; ++i) f[i] = load_filter<W>(a.weight, a.bias, channels ? d0 + i : 0);
+  auto row_at = [&](const T* base, int64_t t) {
+    return channels && t >= 0 && t < len ? *reinterpret_cast<const Vec<T, N>*>(base + t * dim)
+                                         : zero_vec<T, N>();
+  };
+  float xw[W][N] = {}, dzw[W][N] = {};  // the last W rows of x and of dz, oldest first
+#pragma unroll
+  for (int k = 1; k < W; ++k) to_floats(row_at(x, t0 - W + k), xw[k]);  // x[t0-(W-1) .. t0-1]
+  GradSums<W> sums[N];
+
+#pragma unroll  // (fully: every step's tests below are then decided at compile time)
+  for (int s0 = 0; s0 < kSteps; s0 += kTileBatch) {
+    Vec<T, N> xs[kTileBatch], gs[kTileBatch];
+#pragma unroll
+    for (int r = 0; r < kTileBatch; ++r) {
+      xs[r] = s0 + r < kSteps ? row_at(x, t0 + s0 + r) : zero_vec<T, N>();
+      gs[r] = s0 + r < kSteps ? row_at(g, t0 + s0 + r) : zero_vec<T, N>();
+    }
+#pragma unroll
+    for (int r = 0; r < kTileBatch; ++r) {
+      const int step = s0 + r;
+      if (step <
+          kSteps) {  // (a guard, not a break: the loops unroll fully, arrays stay in registers)
+        const int64_t t = t0 + step;
+#pragma unroll
+        for (int k = 0; k + 1 < W; ++k)
+#pragma unroll
+          for (int i = 0; i < N; ++i) {
+            xw[k][i] = xw[k + 1][i];
+            dzw[k][i] = dzw[k + 1][i];
+          }
+        to_floats(xs[r], xw[W - 1]);
+        float dout[N], taps[W];
+        to_floats(gs[r], dout);
+#pragma unroll
+        for (int i = 0; i < N; ++i) {
+#pragma unroll
+          for (int k = 0; k < W; ++k) taps[k] = xw[k][i];
+          dzw[W - 1][i] = t < len ? dz_at<W>(f[i], taps, dout[i], a.silu) : 0.0f;
+          if (step < kRows) {  // the tile's own rows: their terms of dweight and dbias
+#pragma unroll
+            for (int k = 0; k < W; ++k) sums[i].v[k] += dzw[W - 1][i] * taps[k];
+            sums[i].v[W] += dzw[W - 1][i];
+          }
+        }
+        // dx[t - (W-1)] = sum_k w[k] dz[t - k]: complete now, if it is one of the tile's rows.
+        if (step >= W - 1 && t - (W - 1) < len && channels) {
+          float y[N];
+#pragma unroll
+          for (int i = 0; i < N; ++i) {
+            float acc = 0.0f;
+#pragma unroll
+            for (int k = 0; k < W; ++k) acc += f[i].w[k] * dzw[W - 1 - k][i];
+            y[i] = acc;
+          }
+          *reinterpret_cast<Vec<T, N>*>(dx + (t - (W - 1)) * dim) = ch08::from_floats<T, N>(y);
+        }
+      }
+    }
+  }
+
+  // The 4 lanes down the time that share these channels add their sums (lane bits 3 and 4 with 8
+  // lanes across), then one of them emits the unit's.
+#pragma unroll
+  for (int i = 0; i < N; ++i) warp_sum<W>(sums[i], (kClLanesDown - 1) * kClLanesAcross);
+  if (lane < kClLanesAcross && channels)
+#pragma unroll
+    for (int i = 0; i < N; ++i) emit_sums<W>(a, bu * dim + d0 + i, d0 + i, sums[i]);
+}
+// [/docs:ch09_cl_tiled]
+
+constexpr int kClBwdThreads = 128;
+
+// Rows per lane: the most (of `max_rows`, 32, 16) that still give every multiprocessor 2048 lanes
+// of work; 64 makes the partial sums 1/(4*64) of the tensor. `rows` > 0 asks for one. The chapter
+// passes max_rows 32 for 16-bit types: at 8x4096x4096 bf16 with 4 channels per lane, 32 rows
+// reached 57 % of the copy ceiling and 64 rows 22 % (the walk's registers).
+inline int cl_bwd_rows(int64_t batch, int64_t seqlen, int64_t dim, int access, int sm_count,
+                       int rows = 0, int max_rows = 64) {
+  if (rows > 0) return rows;
+  const int64_t lanes_across = ceil_div(ceil_div(dim, access), kClLanesAcross) * kClLanesAcross;
+  for (int r : {64, 32})
+    if (r <= max_rows &&
+        batch * ceil_div(seqlen, int64_t(r)) * lanes_across >= int64_t(sm_count) * 2048)
+      return r;
+  return 16;
+}
+
+// Units of the deterministic sums along one sequence: 4 tiles each.
+inline int64_t cl_bwd_units(int64_t seqlen, int rows) {
+  return ceil_div(seqlen, int64_t(kClLanesDown) * rows);
+}
+
+// Channels per lane: at most 4 (each takes 18 registers of filters, windows and sums: 8 would
+// spill); by default 4 in 16 bits (an 8-byte access; 57 % of the copy ceiling at 8x4096x4096 bf16
+// against 48 % with 2) and 2 in fp32 (93 %); fewer where D or the pointers do not allow them.
+// `max_access_bytes` (the chapter's --access-bytes) caps the access instead.
+constexpr int kClMaxChannels = 4;
+template <class T>
+int cl_bwd_channels(const BwdArgs<T>& a, int max_access_bytes = 0) {
+  const int cap = max_access_bytes > 0 ? std::min<int>(kClMaxChannels, max_access_bytes / sizeof(T))
+                                       : (sizeof(T) == 2 ? 4 : 2);
+  const ch08::DirectArgs<T> shape{a.x, a.weight, a.bias, a.dx, a.batch, a.dim, a.seqlen, a.silu};
+  int n = std::max(1, std::min(cap, ch08::cl_access_elements(shape, 16)));
+  while (n > 1 && !(a.dim % n == 0 && aligned_to(a.dout, n * sizeof(T)))) n /= 2;
+  return n;
+}
+
+template <class T>
+void launch_cl_bwd(const BwdArgs<T>& a, int width, int rows, int max_access_bytes = 0,
+                   cudaStream_t s = 0, KernelFacts* facts = nullptr) {
+  const int channels = cl_bwd_channels(a, max_access_bytes);
+  auto with_channels = [&](auto access) {
+    constexpr int N = decltype(access)::value;
+    const int64_t col_blocks = ceil_div(ceil_div(a.dim, N), kClLanesAcross);
+    const int64_t units = cl_bwd_units(a.seqlen, rows);
+    const FastDivmod by_col_blocks(col_blocks), by_units(units);
+    const int64_t blocks = ceil_div(a.batch * units * col_blocks * kWarpLanes, kClBwdThreads);
+    dispatch_width(width, [&](auto w) {
+      constexpr int W = decltype(w)::value;
+      void (*kernel)(BwdArgs<T>, FastDivmod, FastDivmod) = nullptr;
+      switch (rows) {
+        case 16: kernel = conv_bwd_cl<T, W, N, 16>; break;
+        case 32: kernel = conv_bwd_cl<T, W, N, 32>; break;
+        case 64: kernel = conv_bwd_cl<T, W, N, 64>; break;
+        default: throw std::invalid_argument("conv_bwd_cl: rows per lane must be 16, 32 or 64");
+      }
+      launch_or_describe("conv_bwd_cl", kernel, blocks, kClBwdThreads, s, facts, a, by_col_blocks,
+                         by_units);
+    });
+  };
+  switch (channels) {
+    case 4: with_channels(std::integral_constant<int, 4>{}); break;
+    case 2: with_channels(std::integral_constant<int, 2>{}); break;
+    default: with_channels(std::integral_constant<int, 1>{}); break;
+  }
+}
+
+}  // namespace conv1d::ch09

@@ -1,0 +1,268 @@
+// Chapter 09 (the direct backward) against the fp64 reference: dx, dweight and dbias of every
+// kernel, layout, dtype and width, with and without bias and SiLU, deterministic and atomic sums,
+// at shapes that hit the awkward paths (L shorter than W or than a vector, chunks and tiles that
+// end inside a row, L and D multiples of nothing, a single channel, pointers off their 16-byte
+// alignment); the deterministic sums are the same bits run after run, and dx does not depend on the
+// launch choices. The host-only decisions run without a GPU.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "chapters/06_channel_last_backward/backward_problem.h"
+#include "chapters/09_direct_backward/cf_fused.cuh"
+#include "chapters/09_direct_backward/cl_tiled.cuh"
+#include "chapters/09_direct_backward/naive.cuh"
+#include "chapters/09_direct_backward/reduce.cuh"
+#include "common/buffers.h"
+#include "common/runner.h"
+#include "tests/gpu_test_util.h"
+#include "tests/shape_options.h"
+
+using namespace conv1d;
+using namespace conv1d::ch09;
+
+namespace {
+
+// One kernel with one launch choice.
+struct Kernel {
+  std::string name;  // "naive", "cf_fused", "cl_tiled"
+  Layout layout;
+  bool atomic = false;
+  int vectors = 2, rows = 32;  // cf_fused's and cl_tiled's choices
+  int access_bytes = 0;        // cl_tiled's widest access (0: the default channels)
+};
+
+std::vector<Kernel> all_kernels() {
+  std::vector<Kernel> ks{{"naive", Layout::channel_first}, {"naive", Layout::channel_last}};
+  for (int v : {1, 2, 4}) ks.push_back({"cf_fused", Layout::channel_first, false, v});
+  ks.push_back({"cf_fused", Layout::channel_first, true, 2});
+  for (int r : {16, 32, 64}) ks.push_back({"cl_tiled", Layout::channel_last, false, 2, r});
+  ks.push_back({"cl_tiled", Layout::channel_last, false, 2, 16, 16});
+  ks.push_back({"cl_tiled", Layout::channel_last, false, 2, 32, 4});
+  ks.push_back({"cl_tiled", Layout::channel_last, true, 2, 32});
+  return ks;
+}
+
+std::string describe(const Kernel& k, const Options& o) {
+  return k.name + (k.atomic ? "_atomic" : "") +
+         (k.name == "cf_fused" ? "@" + std::to_string(k.vectors) + "v" : "") +
+         (k.name == "cl_tiled"
+              ? "@" + std::to_string(k.rows) + "r@" + std::to_string(k.access_bytes) + "B"
+              : "") +
+         " " + layout_name(k.layout) + " B=" + std::to_string(o.batch) +
+         " D=" + std::to_string(o.dim) + " L=" + std::to_string(o.seqlen) +
+         " W=" + std::to_string(o.width) + " " + dtype_name(o.dtype) + (o.bias ? " bias" : "") +
+         (o.silu ? " silu" : "");
+}
+
+// The problem (channel-first, with its reference) and its channel-last copies.
+struct Problem {
+  ch06::BwdProblem p;
+  HostArray x_last, dout_last;
+};
+
+Problem make_problem(const Options& o) {
+  Problem q{ch06::make_backward_problem(o, Layout::channel_first), {}, {}};
+  q.x_last = transposed(q.p.x, o.batch, o.dim, o.seqlen);
+  q.dout_last = transposed(q.p.dout, o.batch, o.dim, o.seqlen);
+  return q;
+}
+
+DeviceBuffer to_device(const HostArray& h, size_t offset_bytes = 0) {
+  DeviceBuffer d(h.bytes() + offset_bytes + 16);
+  if (h.bytes())
+    GPU_CHECK(
+        cudaMemcpy(d.get<char>() + offset_bytes, h.data(), h.bytes(), cudaMemcpyHostToDevice));
+  return d;
+}
+
+// Runs kernel `k` (and the reduction or the memset it needs) on poisoned outputs; dx comes back in
+// channel-first order. `offset` elements shift x, dout and dx off their allocation's alignment.
+ch06::BwdOutputs run(const Kernel& k, const Problem& q, size_t offset = 0) {
+  const Options& o = q.p.opt;
+  const size_t e = dtype_bytes(o.dtype);
+  const bool first = k.layout == Layout::channel_first;
+  DeviceBuffer x = to_device(first ? q.p.x : q.x_last, offset * e);
+  DeviceBuffer g = to_device(first ? q.p.dout : q.dout_last, offset * e);
+  DeviceBuffer w = to_device(q.p.weight), b = to_device(q.p.bias);
+  DeviceBuffer dx(q.p.x.bytes() + offset * e + 16), dweight(o.dim * o.width * 4), dbias(o.dim * 4);
+  // Partial sums: at most one unit per 16 elements' worth of positions, and one per channel at
+  // least.
+  const int64_t units =
+      (o.batch * o.dim * o.seqlen / 16 + o.batch * o.dim * 4 + 64) * (o.width + 1);
+  DeviceBuffer partials(units * 4);
+  for (DeviceBuffer* buf : {&dx, &dweight, &dbias, &partials}) buf->poison();
+  dispatch_storage(o.dtype, [&](auto tag) {
+    using T = device_t<typename decltype(tag)::type>;
+    const BwdArgs<T> a{reinterpret_cast<const T*>(x.get<char>() + offset * e),
+                       reinterpret_cast<const T*>(g.get<char>() + offset * e),
+                       w.get<const T>(),
+                       o.bias ? b.get<const T>() : nullptr,
+                       reinterpret_cast<T*>(dx.get<char>() + offset * e),
+                       partials.get<float>(),
+                       dweight.get<float>(),
+                       dbias.get<float>(),
+                       o.batch,
+                       o.dim,
+                       o.seqlen,
+                       o.silu,
+                       k.atomic};
+    if (k.atomic) {
+      GPU_CHECK(cudaMemset(dweight.get(), 0, dweight.bytes()));
+      GPU_CHECK(cudaMemset(dbias.get(), 0, dbias.bytes()));
+    }
+    const int64_t D = o.dim, W1 = o.width + 1;
+    if (k.name == "naive") {
+      launch_naive_dx(a, k.layout, o.width);
+      launch_naive_dweight(a, k.layout, o.width);
+    } else if (k.name == "cf_fused") {
+      launch_cf_bwd(a, o.width, k.vectors);
+      const int64_t chunks = cf_bwd_chunks(o.seqlen, kPer16<T>, k.vectors);
+      if (!k.atomic)
+        launch_reduce_partials(partials.get<float>(),
+                               {o.batch, D * chunks * W1, chunks, W1, chunks * W1}, D, o.width,
+                               dweight.get<float>(), dbias.get<float>());
+    } else {
+      launch_cl_bwd(a, o.width, k.rows, k.access_bytes);
+      const int64_t u = cl_bwd_units(o.seqlen, k.rows);
+      if (!k.atomic)
+        launch_reduce_partials(partials.get<float>(), {o.batch * u, D * W1, 1, 0, W1}, D, o.width,
+                               dweight.get<float>(), dbias.get<float>());
+    }
+  });
+  GPU_CHECK(cudaDeviceSynchronize());
+  ch06::BwdOutputs out = ch06::empty_outputs(q.p);
+  GPU_CHECK(cudaMemcpy(out.dx.data(), dx.get<char>() + offset * e, out.dx.bytes(),
+                       cudaMemcpyDeviceToHost));
+  GPU_CHECK(cudaMemcpy(out.dweight.data(), dweight.get(), dweight.bytes(), cudaMemcpyDeviceToHost));
+  GPU_CHECK(cudaMemcpy(out.dbias.data(), dbias.get(), dbias.bytes(), cudaMemcpyDeviceToHost));
+  if (!first) out.dx = transposed(out.dx, o.batch, o.seqlen, o.dim);
+  return out;
+}
+
+::testing::AssertionResult matches_reference(const Kernel& k, const Problem& q,
+                                             const ch06::BwdOutputs& got) {
+  const CheckResult c = ch06::check_backward(q.p, got);
+  if (c.ok) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << describe(k, q.p.opt) << ":\n" << c.text;
+}
+
+}  // namespace
+
+// Every kernel at shapes chosen to hit every path: L < W; L shorter than a vector; L = 600 and 4095
+// (several chunks and tiles per row, the last one partial, the lane-31 halo across chunks); D odd
+// or a multiple of 8 (the channel-last access widths); a single channel.
+TEST(Ch09Direct, EveryKernelMatchesTheReference) {
+  CONV1D_REQUIRE_GPU_OR_SKIP();
+  for_each_awkward_shape(900, 600, [](const Options& o) {
+    const Problem q = make_problem(o);
+    for (const Kernel& k : all_kernels()) EXPECT_TRUE(matches_reference(k, q, run(k, q)));
+  });
+}
+
+// Random shapes, every dtype and width, bias and SiLU both ways.
+TEST(Ch09Direct, RandomShapesMatchTheReference) {
+  CONV1D_REQUIRE_GPU_OR_SKIP();
+  Rng rng(909);
+  for (int trial = 0; trial < 18; ++trial) {
+    const Options o = random_shape_options(rng, trial, 2000);
+    const Problem q = make_problem(o);
+    for (const Kernel& k : all_kernels()) EXPECT_TRUE(matches_reference(k, q, run(k, q)));
+  }
+}
+
+// The deterministic sums are the same bits on every run (the atomic ones need not be); dx does not
+// depend on the launch choices within a layout.
+TEST(Ch09Direct, DeterministicSumsAndLaunchIndependentDx) {
+  CONV1D_REQUIRE_GPU_OR_SKIP();
+  for (Dtype t : {Dtype::fp32, Dtype::bf16}) {
+    const Problem q = make_problem(shape_options(4, 72, 3000, 4, t, true, true, 99));
+    const ch06::BwdOutputs cf = run({"cf_fused", Layout::channel_first}, q);
+    const ch06::BwdOutputs cl = run({"cl_tiled", Layout::channel_last}, q);
+    for (const Kernel& k : all_kernels()) {
+      if (k.name == "naive") continue;
+      const ch06::BwdOutputs a = run(k, q), b = run(k, q);
+      const ch06::BwdOutputs& same_layout = k.layout == Layout::channel_first ? cf : cl;
+      EXPECT_TRUE(same_bits(a.dx, same_layout.dx)) << describe(k, q.p.opt) << ": dx";
+      if (!k.atomic) {
+        EXPECT_TRUE(same_bits(a.dweight, b.dweight) && same_bits(a.dbias, b.dbias))
+            << describe(k, q.p.opt);
+      }
+    }
+  }
+}
+
+// Pointers one element off a 16-byte boundary: the channel-first kernel falls back to element
+// loads, the channel-last one to narrower accesses; both still compute the right thing.
+TEST(Ch09Direct, MisalignedPointers) {
+  CONV1D_REQUIRE_GPU_OR_SKIP();
+  const Problem q = make_problem(shape_options(2, 48, 520, 3, Dtype::bf16, true, true, 5));
+  for (const Kernel& k : all_kernels())
+    EXPECT_TRUE(matches_reference(k, q, run(k, q, 1))) << "offset by one";
+}
+
+// The tolerance catches a lost unit of the partial sums: the result with one unit's sums zeroed
+// must fail (otherwise the comparisons above could not see a kernel that skips work).
+TEST(Ch09Direct, ALostUnitIsCaught) {
+  CONV1D_REQUIRE_GPU_OR_SKIP();
+  const Problem q = make_problem(shape_options(2, 16, 2048, 4, Dtype::fp32, false, false, 6));
+  ch06::BwdOutputs got = run({"cf_fused", Layout::channel_first}, q);
+  ASSERT_TRUE(ch06::check_backward(q.p, got).ok);
+  // One chunk of 2 * 32 * 4 = 256 time steps of channel 3 in batch 0, taken out of its sums.
+  const std::vector<double> x = q.p.x.to_double(), g = q.p.dout.to_double();
+  const int64_t L = 2048, W = 4, row = 3;
+  for (int64_t t = 256; t < 512; ++t) {
+    for (int64_t k = 0; k < W; ++k) {
+      const int64_t s = t - (W - 1) + k;
+      got.dweight[3 * W + k] -=
+          static_cast<float>(g[row * L + t] * (s >= 0 ? x[row * L + s] : 0.0));
+    }
+    got.dbias[3] -= static_cast<float>(g[row * L + t]);
+  }
+  EXPECT_FALSE(ch06::check_backward(q.p, got).ok);
+}
+
+// Host-only: the launch choices.
+TEST(Ch09Launch, VectorsPerLaneAndChunks) {
+  EXPECT_EQ(cf_bwd_vectors(4096, 8), 4);     // bf16: 4 * 32 * 8 = 1024 elements per chunk
+  EXPECT_EQ(cf_bwd_vectors(1023, 8), 2);     // 16 bits, a row shorter than a chunk of 4
+  EXPECT_EQ(cf_bwd_vectors(511, 8), 1);      // ... and than a chunk of 2
+  EXPECT_EQ(cf_bwd_vectors(4096, 4), 2);     // fp32: at most 2
+  EXPECT_EQ(cf_bwd_vectors(4096, 8, 4), 4);  // asked for
+  EXPECT_EQ(cf_bwd_chunks(4096, 8, 2), 8);
+  EXPECT_EQ(cf_bwd_chunks(4097, 8, 2), 9);
+  EXPECT_EQ(cf_bwd_chunks(1, 4, 1), 1);
+}
+
+TEST(Ch09Launch, RowsPerLaneFillTheGpu) {
+  // 132 multiprocessors want 132 * 2048 = 270336 lanes.
+  EXPECT_EQ(cl_bwd_rows(8, 4096, 4096, 2, 132), 64);      // 8 * 64 * 2048 lanes at 64 rows
+  EXPECT_EQ(cl_bwd_rows(1, 4096, 1024, 2, 132), 16);      // 1 * 64 * 512 at 64, 1 * 128 * 512 at 32
+  EXPECT_EQ(cl_bwd_rows(8, 4096, 1024, 2, 132), 32);      // 8 * 64 * 512 = 262144 at 64: too few
+  EXPECT_EQ(cl_bwd_rows(8, 4096, 1024, 2, 132, 16), 16);  // asked for
+  EXPECT_EQ(cl_bwd_rows(8, 4096, 4096, 4, 132, 0, 32), 32);  // at most 32 (the 16-bit types)
+  EXPECT_EQ(cl_bwd_units(4096, 64), 16);
+  EXPECT_EQ(cl_bwd_units(4097, 16), 65);
+}
+
+TEST(Ch09Launch, ChannelsPerLane) {
+  alignas(16) static char buf[64];
+  auto args = [&](int64_t dim, int offset) {
+    const float* p = reinterpret_cast<const float*>(buf + offset);
+    return BwdArgs<float>{p,       p,       nullptr, nullptr, const_cast<float*>(p),
+                          nullptr, nullptr, nullptr, 1,       dim,
+                          1,       false,   false};
+  };
+  EXPECT_EQ(cl_bwd_channels(args(1024, 0)), 2);      // the default
+  EXPECT_EQ(cl_bwd_channels(args(1024, 0), 16), 4);  // --access-bytes 16: 4 fp32 channels
+  EXPECT_EQ(cl_bwd_channels(args(1024, 0), 4), 1);
+  EXPECT_EQ(cl_bwd_channels(args(1023, 0)), 1);      // D odd
+  EXPECT_EQ(cl_bwd_channels(args(1024, 4), 16), 1);  // 4-byte aligned only
+  const __nv_bfloat16* h = reinterpret_cast<const __nv_bfloat16*>(buf);
+  const BwdArgs<__nv_bfloat16> half{
+      h,    h, nullptr, nullptr, const_cast<__nv_bfloat16*>(h), nullptr, nullptr, nullptr, 1,
+      4096, 1, false,   false};
+  EXPECT_EQ(cl_bwd_channels(half), 4);     // 16 bits: 4 by default
+  EXPECT_EQ(cl_bwd_channels(half, 4), 2);  // --access-bytes 4
+}
