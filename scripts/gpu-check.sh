@@ -118,6 +118,27 @@ wants chapters && for exe in $chapters; do
 done
 
 # Helpers for the sections.
+# summary_note LOG: each variant's kernel ms and GB/s from a chapter's summary table in LOG.
+summary_note() {
+  awk '/^summary \(/ {s = 1; next} s && $2 ~ /^[0-9.]+$/ {printf "%s %s ms %s GB/s; ", $1, $4, $7}' "$1"
+}
+
+# bench_run STEP TAG EXE TSV ARGS...: one benchmark run of EXE, its result lines appended to TSV (the
+# chapters' --summary), the log in logs/bench_TAG.log; a row "bench TAG-without-its-first-word"
+# whose note is the summary_note of the log.
+bench_run() {
+  local step=$1 tag=$2 exe=$3 tsv=$4
+  shift 4
+  local log=$out/logs/bench_$tag.log
+  step "bench $tag"
+  if "$exe" "$@" --summary "$tsv" > "$log" 2>&1; then
+    row "$step" "bench ${tag#*_}" pass "$(summary_note "$log")"
+  else
+    row "$step" "bench ${tag#*_}" FAIL "see logs/$(basename "$log")"
+    tail -n 20 "$log"
+  fi
+}
+
 # resources_table STEP EXE REGEX OUT_TXT: registers, stack and local memory of EXE's kernels whose
 # names match REGEX (cuobjdump, demangled) in OUT_TXT, the table beside it as .tsv; a row that fails
 # if a kernel has a stack frame or local memory.

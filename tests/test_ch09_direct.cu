@@ -112,7 +112,6 @@ ch06::BwdOutputs run(const Kernel& k, const Problem& q, size_t offset = 0) {
       GPU_CHECK(cudaMemset(dweight.get(), 0, dweight.bytes()));
       GPU_CHECK(cudaMemset(dbias.get(), 0, dbias.bytes()));
     }
-    const int64_t D = o.dim, W1 = o.width + 1;
     if (k.name == "naive") {
       launch_naive_dx(a, k.layout, o.width);
       launch_naive_dweight(a, k.layout, o.width);
@@ -121,14 +120,14 @@ ch06::BwdOutputs run(const Kernel& k, const Problem& q, size_t offset = 0) {
       const int64_t chunks = cf_bwd_chunks(o.seqlen, kPer16<T>, k.vectors);
       if (!k.atomic)
         launch_reduce_partials(partials.get<float>(),
-                               {o.batch, D * chunks * W1, chunks, W1, chunks * W1}, D, o.width,
+                               cf_bwd_partials(o.batch, o.dim, chunks, o.width), o.dim, o.width,
                                dweight.get<float>(), dbias.get<float>());
     } else {
       launch_cl_bwd(a, o.width, k.rows, k.access_bytes);
       const int64_t u = cl_bwd_units(o.seqlen, k.rows);
       if (!k.atomic)
-        launch_reduce_partials(partials.get<float>(), {o.batch * u, D * W1, 1, 0, W1}, D, o.width,
-                               dweight.get<float>(), dbias.get<float>());
+        launch_reduce_partials(partials.get<float>(), cl_bwd_partials(o.batch, o.dim, u, o.width),
+                               o.dim, o.width, dweight.get<float>(), dbias.get<float>());
     }
   });
   GPU_CHECK(cudaDeviceSynchronize());

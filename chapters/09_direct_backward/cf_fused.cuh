@@ -19,6 +19,7 @@
 #include <stdexcept>
 
 #include "chapters/09_direct_backward/bwd_common.cuh"
+#include "chapters/09_direct_backward/reduce.cuh"
 #include "common/fast_divmod.h"
 #include "common/launch.cuh"
 
@@ -173,6 +174,13 @@ inline int cf_bwd_vectors(int64_t seqlen, int per16, int requested = 0) {
 // Chunks per row: the units of the deterministic sums (a row of the partial buffer each).
 inline int64_t cf_bwd_chunks(int64_t seqlen, int per16, int vecs) {
   return ceil_div(seqlen, int64_t(vecs) * kWarpLanes * per16);
+}
+
+// Where conv_bwd_cf's units lie in the partial-sum buffer, for reduce_partials: the unit of chunk c
+// of row (b*D + d) is row (b*D + d) * chunks + c.
+inline PartialLayout cf_bwd_partials(int64_t batch, int64_t dim, int64_t chunks, int width) {
+  const int64_t w1 = width + 1;
+  return {batch, dim * chunks * w1, chunks, w1, chunks * w1};
 }
 
 template <class T>

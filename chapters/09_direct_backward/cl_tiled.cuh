@@ -16,6 +16,7 @@
 
 #include "chapters/08_direct_forward/cl_vector.cuh"
 #include "chapters/09_direct_backward/bwd_common.cuh"
+#include "chapters/09_direct_backward/reduce.cuh"
 #include "common/fast_divmod.h"
 #include "common/launch.cuh"
 
@@ -142,6 +143,13 @@ inline int cl_bwd_rows(int64_t batch, int64_t seqlen, int64_t dim, int access, i
 // Units of the deterministic sums along one sequence: 4 tiles each.
 inline int64_t cl_bwd_units(int64_t seqlen, int rows) {
   return ceil_div(seqlen, int64_t(kClLanesDown) * rows);
+}
+
+// Where conv_bwd_cl's units lie in the partial-sum buffer, for reduce_partials: the unit of channel d
+// in unit u of batch b is row (b * units + u) * D + d.
+inline PartialLayout cl_bwd_partials(int64_t batch, int64_t dim, int64_t units, int width) {
+  const int64_t w1 = width + 1;
+  return {batch * units, dim * w1, 1, 0, w1};
 }
 
 // Channels per lane: at most 4 (each takes 18 registers of filters, windows and sums: 8 would

@@ -261,14 +261,13 @@ class DirectBackwardChapter : public Chapter {
 
   // The partial-sum buffer of a deterministic step, as reduce_partials reads it.
   PartialLayout partial_layout(const Step& st) const {
-    const int64_t D = opt_.dim, W1 = opt_.width + 1;
-    if (st.idea == "fused") {  // row (b*D + d) * chunks + chunk
-      const int64_t chunks =
-          cf_bwd_chunks(opt_.seqlen, dtype_bytes(opt_.dtype) == 4 ? 4 : 8, choices_.vectors);
-      return {opt_.batch, D * chunks * W1, chunks, W1, chunks * W1};
-    }
-    const int64_t units = cl_bwd_units(opt_.seqlen, choices_.rows);  // row (b * units + u) * D + d
-    return {opt_.batch * units, D * W1, 1, 0, W1};
+    if (st.idea == "fused")
+      return cf_bwd_partials(
+          opt_.batch, opt_.dim,
+          cf_bwd_chunks(opt_.seqlen, dtype_bytes(opt_.dtype) == 4 ? 4 : 8, choices_.vectors),
+          opt_.width);
+    return cl_bwd_partials(opt_.batch, opt_.dim, cl_bwd_units(opt_.seqlen, choices_.rows),
+                           opt_.width);
   }
   int64_t partial_floats(const Step& st) const {
     const PartialLayout l = partial_layout(st);

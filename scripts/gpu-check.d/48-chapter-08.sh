@@ -26,22 +26,8 @@ sweep8=$out/results/bench_08_sweep.tsv
 rm -f "$bench8" "${bench8%.tsv}_kernels.tsv" "$sweep8" "${sweep8%.tsv}_kernels.tsv" \
   "$out/results/bench_08_ch05.tsv" "$out/results/bench_08_ch05_kernels.tsv"
 
-# The rows of the chapter's summary table: variant, end-to-end and kernel ms, GB/s.
-ch08_note() {
-  awk '/^summary \(/ {s = 1; next} s && $2 ~ /^[0-9.]+$/ {printf "%s %s ms %s GB/s; ", $1, $4, $7}' "$1"
-}
-
 run8() {  # run8 TSV TAG ARGS...
-  local tsv=$1 tag=$2
-  shift 2
-  local log=$out/logs/bench_ch08_$tag.log
-  step "bench ch08 $tag"
-  if "$exe8" "$@" --summary "$tsv" > "$log" 2>&1; then
-    row ch08_direct_forward "bench $tag" pass "$(ch08_note "$log")"
-  else
-    row ch08_direct_forward "bench $tag" FAIL "see logs/$(basename "$log")"
-    tail -n 20 "$log"
-  fi
+  bench_run ch08_direct_forward "ch08_$2" "$exe8" "$1" "${@:3}"
 }
 
 if [[ -x $exe8 ]]; then
@@ -74,7 +60,7 @@ if [[ -x $exe8 ]]; then
   exe5=$build/chapters/05_wmma_gemm/ch05_wmma_gemm
   if "$exe5" --variant sparse --batch 8 --dim 4096 --seqlen 4096 --width 4 --dtype fp16 --iters 10 --warmup 2 \
        --summary "$out/results/bench_08_ch05.tsv" > "$out/logs/bench_ch08_ch05.log" 2>&1; then
-    row ch08_direct_forward "chapter 05 sparse at 8x4096x4096 fp16" pass "$(ch08_note "$out/logs/bench_ch08_ch05.log")"
+    row ch08_direct_forward "chapter 05 sparse at 8x4096x4096 fp16" pass "$(summary_note "$out/logs/bench_ch08_ch05.log")"
   else
     row ch08_direct_forward "chapter 05 sparse at 8x4096x4096 fp16" FAIL "see logs/bench_ch08_ch05.log"
   fi

@@ -21,22 +21,8 @@ sweep9=$out/results/bench_09_sweep.tsv
 ch06_9=$out/results/bench_09_ch06.tsv
 rm -f "$bench9" "${bench9%.tsv}_kernels.tsv" "$sweep9" "${sweep9%.tsv}_kernels.tsv" "$ch06_9" "${ch06_9%.tsv}_kernels.tsv"
 
-# The rows of a chapter's summary table: variant, kernel ms, GB/s.
-ch09_note() {
-  awk '/^summary \(/ {s = 1; next} s && $2 ~ /^[0-9.]+$/ {printf "%s %s ms %s GB/s; ", $1, $4, $7}' "$1"
-}
-
 run9() {  # run9 EXE TSV TAG ARGS...
-  local exe=$1 tsv=$2 tag=$3
-  shift 3
-  local log=$out/logs/bench_ch09_$tag.log
-  step "bench ch09 $tag"
-  if "$exe" "$@" --summary "$tsv" > "$log" 2>&1; then
-    row ch09_direct_backward "bench $tag" pass "$(ch09_note "$log")"
-  else
-    row ch09_direct_backward "bench $tag" FAIL "see logs/$(basename "$log")"
-    tail -n 20 "$log"
-  fi
+  bench_run ch09_direct_backward "ch09_$3" "$1" "$2" "${@:4}"
 }
 
 if [[ -x $exe9 ]]; then
