@@ -45,10 +45,6 @@ void validate(const RefProblem& p) {
   require(s.width >= 1, "width must be >= 1 (got " + std::to_string(s.width) + ")");
   require(p.x != nullptr, "x must not be null");
   require(p.weight != nullptr, "weight must not be null");
-  // The reference CUDA library rejects this combination too: with seq_idx, nothing before t = 0
-  // belongs to a sequence, so initial states would silently be ignored.
-  if (p.seq_idx != nullptr && p.initial_states != nullptr)
-    throw std::invalid_argument("seq_idx and initial_states cannot be combined");
 }
 
 // One (b, d) row of the problem, in either layout.
@@ -78,9 +74,18 @@ class RowView {
   // Does input position s (possibly negative) contribute to output t?
   bool contributes(int64_t s, int64_t t) const {
     if (!seq_) return true;         // no packing: everything in the window counts
-    if (seq_[t] < 0) return false;  // padding output
-    if (s < 0) return false;        // before t = 0 belongs to no sequence
-    return seq_[s] == seq_[t];      // same packed sequence only
+    if (seq_[t] < 0) return false;         // padding output
+    if (s < 0) return seq_[0] == seq_[t];  // before t = 0: the row's first sequence
+    return seq_[s] == seq_[t];             // same packed sequence only
+  }
+
+  // Does input position s (possibly negative) belong to the final states? They are what the row's
+  // last sequence would see next: the inputs that an output at t = L with the id of t = L-1 sees.
+  bool in_final_states(int64_t s) const {
+    if (!seq_) return true;
+    const int32_t last = seq_[p_.shape.seqlen - 1];
+    if (last < 0) return false;  // the row ends in padding: nothing to carry on
+    return (s < 0 ? seq_[0] : seq_[s]) == last;
   }
 
   // The unmasked input: x for 0 <= s < L, initial states (or zeros) for -(W-1) <= s < 0.
@@ -161,10 +166,13 @@ void reference_forward(const RefProblem& p, double* out, double* final_states) {
           }
         }
         if (final_states) {
-          // The last W-1 inputs, unmasked: what the next chunk of a stream needs as initial states.
+          // The last W-1 inputs: what the next chunk of a stream needs as initial states.
           for (const RowView& row : g.rows) {
             double* fs = final_states + (row.batch() * s.dim + row.channel()) * (W - 1);
-            for (int j = 0; j < W - 1; ++j) fs[j] = row.xin(s.seqlen - (W - 1) + j);
+            for (int j = 0; j < W - 1; ++j) {
+              const int64_t si = s.seqlen - (W - 1) + j;
+              fs[j] = row.in_final_states(si) ? row.xin(si) : 0.0;
+            }
           }
         }
       },
@@ -286,6 +294,34 @@ void reference_backward(const RefProblem& p, const double* dout, const RefGrads&
         }
       },
       "fp64 reference (backward)");
+}
+
+void reference_varlen_forward(const RefVarlen& p, double* out, double* final_states) {
+  require(p.dim >= 1 && p.width >= 1, "dim and width must be >= 1");
+  require(p.sequences >= 0 && p.cu_seqlens != nullptr, "cu_seqlens must not be null");
+  require(p.cu_seqlens[0] == 0, "cu_seqlens must start at 0");
+  const int64_t D = p.dim, S = p.width - 1;
+  std::vector<double> fs(static_cast<size_t>(D * S));
+  for (int64_t n = 0; n < p.sequences; ++n) {
+    const int64_t start = p.cu_seqlens[n], len = p.cu_seqlens[n + 1] - start;
+    require(len >= 0, "cu_seqlens must not decrease");
+    const int64_t slot = p.state_indices ? p.state_indices[n] : n;
+    const double* init = p.states && slot >= 0 ? p.states + slot * D * S : nullptr;
+    if (len > 0) {
+      RefProblem one;
+      one.shape = ConvShape{1, D, len, p.width};
+      one.layout = Layout::channel_last;  // tokens of one sequence: [1, len, D]
+      one.x = p.x + start * D;
+      one.weight = p.weight;
+      one.bias = p.bias;
+      one.initial_states = init;
+      one.silu = p.silu;
+      reference_forward(one, out + start * D, fs.data());
+    } else {  // nothing new: the state passes through (zeros without one)
+      for (int64_t i = 0; i < D * S; ++i) fs[i] = init ? init[i] : 0.0;
+    }
+    if (final_states && slot >= 0) std::copy(fs.begin(), fs.end(), final_states + slot * D * S);
+  }
 }
 
 }  // namespace conv1d

@@ -6,9 +6,9 @@
 // xin(b,d,s) is x[b,d,s] for 0 <= s < L, initial_states[b,d,(W-1)+s] for s < 0 when initial states
 // are given (zero otherwise). With seq_idx, position s contributes to output t only when
 // seq_idx[b,s] == seq_idx[b,t] (plain equality of the ids; packed sequences are normally
-// contiguous runs); positions before t = 0 belong to no sequence; a negative seq_idx[b,t] marks
-// padding: its output is exactly 0 (no bias, no activation) and it passes no gradient back.
-// seq_idx and initial_states together are rejected (as in the reference CUDA library). All arrays
+// contiguous runs); positions before t = 0 belong to the row's first sequence, seq_idx[b,0] (so
+// initial states continue it); a negative seq_idx[b,t] marks padding: its output is exactly 0 (no
+// bias, no activation) and it passes no gradient back. All arrays
 // are double; x, out, dout and dx follow `layout`; weight is [D,W], bias [D], initial/final states
 // [B,D,W-1] (flat index (b*D+d)*(W-1)+j), seq_idx [B,L] (flat index b*L+t).
 //
@@ -18,8 +18,7 @@
 // sums in batch order). A run longer than about two seconds prints its progress to stderr.
 //
 // Any width W >= 1 is accepted here (the chapters use 2..4). batch, dim, seqlen >= 1 and non-null
-// x, weight, out (dout in the backward) are required; violations, and seq_idx together with
-// initial_states, throw std::invalid_argument.
+// x, weight, out (dout in the backward) are required; violations throw std::invalid_argument.
 #pragma once
 
 #include <cstdint>
@@ -40,16 +39,17 @@ struct RefProblem {
 };
 
 // out: same size and layout as x. final_states (optional): xin(b, d, L-(W-1)+j) for j < W-1, i.e.
-// the last W-1 inputs, unmasked by seq_idx; for L < W-1 it reaches into the initial states (or
-// zeros).
+// the last W-1 inputs; for L < W-1 it reaches into the initial states (or zeros). With seq_idx only
+// the inputs of the row's last sequence (the id at t = L-1) are kept, the others are 0, and all are
+// 0 when the row ends in padding: the final states are what that sequence's next output would see.
 void reference_forward(const RefProblem& p, double* out, double* final_states = nullptr);
 
 // Gradients of sum(out * dout) (dout like x). Every pointer in RefGrads is optional (nullptr: not
 // computed); the non-null ones are fully overwritten, never accumulated into. dweight[d,k] only
 // collects the products that actually contribute to the forward (seq_idx masking applied).
 // dinitial_states is the gradient with respect to the W-1 values before t = 0; it is computed even
-// when p.initial_states is null (then it is the gradient with respect to the implicit zeros), and it
-// is all zeros when seq_idx is given (nothing before t = 0 contributes then).
+// when p.initial_states is null (then it is the gradient with respect to the implicit zeros); with
+// seq_idx only the outputs of the row's first sequence add to it.
 //
 // dweight_sq and dbias_sq (optional, [D,W] and [D]) receive the sum of the squares of the terms of
 // each of those sums: the size a sum of that many terms of that size has is its square root, which
@@ -63,6 +63,28 @@ struct RefGrads {
   double* dbias_sq = nullptr;         // [D]
 };
 void reference_backward(const RefProblem& p, const double* dout, const RefGrads& g);
+
+// A variable-length batch (chapter 10): N sequences packed as tokens [total, D] (channel-last),
+// sequence n being tokens cu_seqlens[n] .. cu_seqlens[n+1]-1 (cu_seqlens[0] = 0, never decreasing;
+// length 0 allowed). Sequence n starts from row state_indices[n] (n itself when state_indices is
+// null) of the state cache states [C, D, W-1] when that index is >= 0 and states is given, from zeros
+// otherwise. Each sequence is computed as a problem of its own (reference_forward, B = 1).
+struct RefVarlen {
+  int64_t dim = 0;
+  int width = 0;
+  const double* x = nullptr;  // [total, D]
+  const double* weight = nullptr;
+  const double* bias = nullptr;
+  const int32_t* cu_seqlens = nullptr;  // [N + 1]
+  int64_t sequences = 0;                // N
+  const double* states = nullptr;       // [C, D, W-1], optional
+  const int32_t* state_indices = nullptr;
+  bool silu = false;
+};
+// out: [total, D]. final_states (optional, [C, D, W-1]): row state_indices[n] (for indices >= 0)
+// receives sequence n's final states; other rows are left as they are. A length-0 sequence passes
+// its initial state (or zeros) through.
+void reference_varlen_forward(const RefVarlen& p, double* out, double* final_states = nullptr);
 
 // Host memory reference_backward needs besides its inputs and outputs (per thread: dz for one group
 // of channels over the whole sequence), for the chapters' memory check.

@@ -317,10 +317,17 @@ TEST(ReferenceForwardHand, SeqIdxWithPadding) {
   p.seq = {0, 0, 1, 1, 1, -1};
   const ForwardResult r = forward(p);
   expect_exact(r.out, {3.5, 8.5, 9.5, 18.5, 26.5, 0}, "out");
-  // final states ignore seq_idx: the last two inputs.
-  expect_exact(r.final_states, {5, 6}, "final_states");
+  // The row ends in padding: no sequence to carry on, the final states are 0.
+  expect_exact(r.final_states, {0, 0}, "final_states");
+  // Without the padding the last sequence keeps its inputs (x4, x5); one that ends after a single
+  // input keeps only that one.
+  p.seq = {0, 0, 1, 1, 1, 1};
+  expect_exact(forward(p).final_states, {5, 6}, "final_states, last sequence");
+  p.seq = {0, 0, 1, 1, 1, 2};
+  expect_exact(forward(p).final_states, {0, 6}, "final_states, last sequence of length 1");
 
   // Padding gives exactly 0 with SiLU too (silu(bias) would not be 0).
+  p.seq = {0, 0, 1, 1, 1, -1};
   p.silu = true;
   EXPECT_EQ(forward(p).out[5], 0.0);
 }
@@ -366,14 +373,16 @@ TEST(ReferenceBackwardHand, SeqIdxWithPadding) {
   // dx[1] (seq 0): t1 via k2 (3), t2 is seq 1, t3 is padding -> 3
   // dx[2] (seq 1): t2 via k2 (3), t3 is padding -> 3;   dx[3]: only itself, padding -> 0
   // dweight: t0 sees x0 on k2; t1 sees x0 on k1, x1 on k2; t2 sees x2 on k2 only
-  //   -> k0 = 0, k1 = 1, k2 = 1 + 2 + 3 = 6;  dbias = 3;  dinit = 0 (nothing before t = 0 counts)
+  //   -> k0 = 0, k1 = 1, k2 = 1 + 2 + 3 = 6;  dbias = 3
+  // dinit: the positions before t = 0 continue the row's first sequence (seq 0), so they feed t0 and
+  // t1 as initial states would: s = -2 via k0 of t0 (1); s = -1 via k1 of t0 and k0 of t1 (2 + 1).
   Problem p = tiny({1, 2, 3, 4}, {1, 2, 3});
   p.seq = {0, 0, 1, -1};
   const Grads g = backward(p, {1, 1, 1, 1});
   expect_exact(g.dx, {5, 3, 3, 0}, "dx");
   expect_exact(g.dweight, {0, 1, 6}, "dweight");
   expect_exact(g.dbias, {3}, "dbias");
-  expect_exact(g.dinit, {0, 0}, "dinitial_states");
+  expect_exact(g.dinit, {1, 3}, "dinitial_states");
 }
 
 TEST(ReferenceBackwardHand, Silu) {
@@ -507,7 +516,7 @@ TEST(ReferenceSeqIdx, PackedEqualsSeparateSequences) {
     const Grads gp = backward(p, dout);
 
     std::vector<double> dweight_sum(p.weight.size(), 0.0),
-        dbias_sum(static_cast<size_t>(s.dim), 0.0);
+        dbias_sum(static_cast<size_t>(s.dim), 0.0), dinit_want(gp.dinit.size(), 0.0);
     for (int64_t b = 0; b < s.batch; ++b) {
       int64_t start = 0;
       while (start < s.seqlen) {
@@ -538,6 +547,9 @@ TEST(ReferenceSeqIdx, PackedEqualsSeparateSequences) {
                 << "out b=" << b << " d=" << d << " t=" << t;
             EXPECT_NEAR(gp.dx[i], want_dx, 1e-14) << "dx b=" << b << " d=" << d << " t=" << t;
           }
+        if (id >= 0 && start == 0)  // the row's first sequence owns the (zero) initial states
+          for (size_t i = 0; i < ga.dinit.size(); ++i)
+            dinit_want[b * ga.dinit.size() + i] = ga.dinit[i];
         if (id >= 0) {
           for (size_t i = 0; i < dweight_sum.size(); ++i) dweight_sum[i] += ga.dweight[i];
           for (size_t i = 0; i < dbias_sum.size(); ++i) dbias_sum[i] += ga.dbias[i];
@@ -547,7 +559,7 @@ TEST(ReferenceSeqIdx, PackedEqualsSeparateSequences) {
     }
     expect_close(gp.dweight, dweight_sum, 1e-13, 1e-13, "dweight");
     if (!p.bias.empty()) expect_close(gp.dbias, dbias_sum, 1e-13, 1e-13, "dbias");
-    expect_exact(gp.dinit, std::vector<double>(gp.dinit.size(), 0.0), "dinitial_states");
+    expect_close(gp.dinit, dinit_want, 1e-14, 1e-14, "dinitial_states");
   }
 }
 
@@ -596,10 +608,10 @@ TEST(ReferenceBackward, MatchesFiniteDifferences) {
     for (int W = 1; W <= 4; ++W)
       for (Layout layout : {Layout::channel_first, Layout::channel_last})
         for (bool silu : {false, true})
-          for (int mode = 0; mode < 3; ++mode) {  // 0: plain, 1: initial states, 2: seq_idx
+          for (int mode = 0; mode < 4; ++mode) {  // 1: initial states, 2: seq_idx, 3: both
             // Inputs in [-3, 3] so that SiLU is far from linear.
-            Problem p = random_problem(r, make_shape(s[0], s[1], s[2], W), layout, true, mode == 1,
-                                       silu, mode == 2);
+            Problem p = random_problem(r, make_shape(s[0], s[1], s[2], W), layout, true,
+                                       mode == 1 || mode == 3, silu, mode >= 2);
             for (double& v : p.x) v *= 3.0;
             check_backward_fd(p, r);
           }
@@ -679,9 +691,9 @@ TEST(ReferenceLayout, ChannelLastIsChannelFirstTransposed) {
   for (int iter = 0; iter < 40; ++iter) {
     const ConvShape s =
         make_shape(r.range(1, 3), r.range(1, 6), r.range(1, 20), static_cast<int>(r.range(1, 4)));
-    const int mode = static_cast<int>(r.range(0, 2));  // 0: plain, 1: initial states, 2: seq_idx
-    const Problem cf = random_problem(r, s, Layout::channel_first, r.range(0, 1), mode == 1,
-                                      r.range(0, 1), mode == 2);
+    const int mode = static_cast<int>(r.range(0, 3));  // 1: initial states, 2: seq_idx, 3: both
+    const Problem cf = random_problem(r, s, Layout::channel_first, r.range(0, 1),
+                                      mode == 1 || mode == 3, r.range(0, 1), mode >= 2);
     SCOPED_TRACE(describe(cf));
     const std::vector<double> dout_cf = random_vec(r, s.elements());
 
@@ -731,21 +743,23 @@ std::string invalid_argument_message(F&& f) {
   return "";
 }
 
-TEST(ReferenceErrors, SeqIdxWithInitialStates) {
+TEST(ReferenceForwardHand, SeqIdxWithInitialStates) {
+  // The initial states continue the row's first sequence. x = 1 2 3, w = 1 2 3, init = 1 1,
+  // seq = 0 0 1:  t0 = 1*1 + 2*1 + 3*1 = 6,  t1 = 1*1 + 2*1 + 3*2 = 9,  t2 (seq 1) = 3*3 = 9;
+  // final states: the last sequence is seq 1, so x1 (seq 0) -> 0 and x2 = 3.
   Problem p = tiny({1, 2, 3}, {1, 2, 3});
-  p.seq = {0, 0, 0};
+  p.seq = {0, 0, 1};
   p.init = {1, 1};
-  std::vector<double> out(3), dout(3, 1.0), dx(3);
-  RefGrads g;
-  g.dx = dx.data();
-  const std::string want = "seq_idx and initial_states cannot be combined";
-  EXPECT_NE(
-      invalid_argument_message([&] { conv1d::reference_forward(p.view(), out.data()); }).find(want),
-      std::string::npos);
-  EXPECT_NE(invalid_argument_message([&] {
-              conv1d::reference_backward(p.view(), dout.data(), g);
-            }).find(want),
-            std::string::npos);
+  const ForwardResult r = forward(p);
+  expect_exact(r.out, {6, 9, 9}, "out");
+  expect_exact(r.final_states, {0, 3}, "final_states");
+  // dout = 1: dinit[0] (s = -2) feeds t0 through w0 -> 1; dinit[1] (s = -1) feeds t0 through w1
+  // and t1 through w0 -> 3.  A row that starts with another sequence than its states' gets none.
+  const Grads g = backward(p, {1, 1, 1});
+  expect_exact(g.dinit, {1, 3}, "dinitial_states");
+  p.seq = {-1, 0, 0};
+  expect_exact(forward(p).out, {0, 3 * 2, 2 * 2 + 3 * 3}, "out, padding first");
+  expect_exact(backward(p, {1, 1, 1}).dinit, {0, 0}, "dinitial_states, padding first");
 }
 
 TEST(ReferenceErrors, BadSizesAndNullPointers) {
@@ -789,3 +803,89 @@ TEST(ReferenceErrors, BadSizesAndNullPointers) {
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Variable-length batches. Without states, a varlen batch is one channel-last row whose seq_idx
+// numbers the sequences. With states, each sequence is a B = 1 problem of its own, starting from
+// its cache row (or zeros where its index is negative) and leaving its final state there.
+
+TEST(ReferenceVarlen, MatchesPackedRowAndSeparateSequences) {
+  TestRng r(77);
+  for (int iter = 0; iter < 60; ++iter) {
+    const int W = static_cast<int>(r.range(1, 4));
+    const int64_t D = r.range(1, 5), N = r.range(1, 6), S = W - 1;
+    std::vector<int32_t> cu{0};
+    for (int64_t n = 0; n < N; ++n) cu.push_back(cu.back() + static_cast<int32_t>(r.range(0, 5)));
+    if (cu.back() == 0) cu.back() = 1;  // one token at least (the row form needs L >= 1)
+    const int64_t total = cu.back();
+    const bool states = r.range(0, 1), silu = r.range(0, 1);
+    const std::vector<double> x = random_vec(r, total * D), w = random_vec(r, D * W),
+                              bias = random_vec(r, D);
+    // Cache rows in reverse order of the sequences, one row more than needed (nobody's, untouched);
+    // with states, about one sequence in three has none (index -1).
+    const int64_t C = N + 1;
+    const std::vector<double> cache = random_vec(r, C * D * S);
+    std::vector<int32_t> slots(static_cast<size_t>(N));
+    for (int64_t n = 0; n < N; ++n)
+      slots[n] = states && r.range(0, 2) == 0 ? -1 : static_cast<int32_t>(N - n);
+
+    conv1d::RefVarlen v;
+    v.dim = D;
+    v.width = W;
+    v.x = x.data();
+    v.weight = w.data();
+    v.bias = bias.data();
+    v.cu_seqlens = cu.data();
+    v.sequences = N;
+    v.states = states ? cache.data() : nullptr;
+    v.state_indices = slots.data();
+    v.silu = silu;
+    std::vector<double> out(static_cast<size_t>(total * D), std::nan("")), finals = cache;
+    conv1d::reference_varlen_forward(v, out.data(), finals.data());
+
+    if (!states) {  // one packed row
+      Problem row;
+      row.shape = make_shape(1, D, total, W);
+      row.layout = Layout::channel_last;
+      row.silu = silu;
+      row.x = x;
+      row.weight = w;
+      row.bias = bias;
+      for (int64_t n = 0; n < N; ++n)
+        for (int32_t t = cu[n]; t < cu[n + 1]; ++t) row.seq.push_back(static_cast<int32_t>(n));
+      expect_exact(out, forward(row).out, "out against one packed row");
+    }
+    for (int64_t n = 0; n < N; ++n) {
+      const int64_t start = cu[n], len = cu[n + 1] - cu[n];
+      const int32_t slot = slots[n];
+      std::vector<double> init(static_cast<size_t>(D * S), 0.0);
+      if (states && slot >= 0)
+        init.assign(cache.begin() + slot * D * S, cache.begin() + (slot + 1) * D * S);
+      std::vector<double> want_final = init;  // an empty sequence passes its state through
+      if (len > 0) {
+        Problem one;
+        one.shape = make_shape(1, D, len, W);
+        one.layout = Layout::channel_last;
+        one.silu = silu;
+        one.x.assign(x.begin() + start * D, x.begin() + (start + len) * D);
+        one.weight = w;
+        one.bias = bias;
+        if (states && slot >= 0) one.init = init;
+        const ForwardResult want = forward(one);
+        expect_exact(std::vector<double>(out.begin() + start * D, out.begin() + (start + len) * D),
+                     want.out, "out of sequence " + std::to_string(n));
+        want_final = want.final_states;
+      }
+      if (slot >= 0)
+        expect_exact(std::vector<double>(finals.begin() + slot * D * S,
+                                         finals.begin() + (slot + 1) * D * S),
+                     want_final, "final state of sequence " + std::to_string(n));
+    }
+    // Row 0 of the cache is nobody's, nor are the rows of sequences without an index.
+    for (int64_t c = 0; c < C; ++c) {
+      if (std::find(slots.begin(), slots.end(), c) != slots.end()) continue;
+      for (int64_t i = 0; i < D * S; ++i)
+        EXPECT_EQ(finals[c * D * S + i], cache[c * D * S + i]) << "cache row " << c;
+    }
+  }
+}
