@@ -14,9 +14,11 @@
 
 namespace conv1d::ch08 {
 
+// kMasked (chapter 10): with the tap masks of packed sequences (direct_common.cuh).
 // [docs:ch08_cf_chunked]
-template <class T, int W, int kVecs>
-__global__ void conv_fwd_cf_chunked(DirectArgs<T> a, FastDivmod by_len, FastDivmod by_dim) {
+template <class T, int W, int kVecs, bool kMasked = false>
+__global__ void conv_fwd_cf_chunked(DirectArgs<T> a, FastDivmod by_len, FastDivmod by_dim,
+                                    const uint8_t* __restrict__ masks) {
   constexpr int kPer = kPer16<T>;
   const int64_t n = a.elements();
   const int lane = threadIdx.x % kWarpLanes;
@@ -33,6 +35,11 @@ __global__ void conv_fwd_cf_chunked(DirectArgs<T> a, FastDivmod by_len, FastDivm
   CfSpot<W> spot[kVecs];  // and their filters, loaded while the vectors are on their way
 #pragma unroll
   for (int j = 0; j < kVecs; ++j) spot[j] = cf_spot<T, W>(a, by_len, by_dim, first_element(j));
+  Masks<kPer> mask[kVecs];  // (chapter 10) which taps of each output count
+  if constexpr (kMasked)
+#pragma unroll
+    for (int j = 0; j < kVecs; ++j)
+      mask[j] = cf_masks<T, W>(a, masks, by_len, by_dim, first_element(j), spot[j]);
   Bytes16 carry{};  // lane 0: the vector before its next one
   if (lane == 0 && chunk0 > 0 && chunk0 < n)
     carry = *reinterpret_cast<const Bytes16*>(a.x + chunk0 - kPer);
@@ -54,7 +61,11 @@ __global__ void conv_fwd_cf_chunked(DirectArgs<T> a, FastDivmod by_len, FastDivm
     const int64_t e0 = first_element(j);
     if (e0 < n) {
       float y[kPer];
-      cf_outputs<T, W>(a, by_len, by_dim, e0, spot[j], cf_window<T, W>(prev, cur[j]), y);
+      if constexpr (kMasked)
+        cf_outputs_masked<T, W>(a, masks, by_len, by_dim, e0, spot[j], mask[j],
+                                cf_window<T, W>(prev, cur[j]), y);
+      else
+        cf_outputs<T, W>(a, by_len, by_dim, e0, spot[j], cf_window<T, W>(prev, cur[j]), y);
       store_or_tail<T, kPer>(a.out, e0, n, y);
     }
   }
@@ -71,10 +82,11 @@ inline int chunked_vectors(int64_t vectors, int sm_count, int requested = 0) {
   return vectors >= int64_t(sm_count) * 2048 * 2 * 2 ? 2 : 1;
 }
 
-// The kernel for kVecs in {1, 2, 4, 8} (the chapter's --vectors flag).
+// The kernel for kVecs in {1, 2, 4, 8} (the chapter's --vectors flag); with `masks` (chapter 10,
+// [B, L] bytes), the masked one.
 template <class T>
 void launch_cf_chunked(const DirectArgs<T>& a, int width, int vecs_per_thread, cudaStream_t s = 0,
-                       KernelFacts* facts = nullptr) {
+                       KernelFacts* facts = nullptr, const uint8_t* masks = nullptr) {
   require_vector_alignment(a);
   const FastDivmod by_len(a.seqlen), by_dim(a.dim);
   const int64_t vectors = ceil_div(a.elements(), kPer16<T>);
@@ -82,17 +94,21 @@ void launch_cf_chunked(const DirectArgs<T>& a, int width, int vecs_per_thread, c
   const int64_t blocks = ceil_div(warps * kWarpLanes, kChunkedThreads);
   dispatch_width(width, [&](auto w) {
     constexpr int W = decltype(w)::value;
-    void (*kernel)(DirectArgs<T>, FastDivmod, FastDivmod) = nullptr;
+    void (*kernel)(DirectArgs<T>, FastDivmod, FastDivmod, const uint8_t*) = nullptr;
+    auto pick = [&](auto v) {
+      constexpr int V = decltype(v)::value;
+      kernel = masks ? conv_fwd_cf_chunked<T, W, V, true> : conv_fwd_cf_chunked<T, W, V>;
+    };
     switch (vecs_per_thread) {
-      case 1: kernel = conv_fwd_cf_chunked<T, W, 1>; break;
-      case 2: kernel = conv_fwd_cf_chunked<T, W, 2>; break;
-      case 4: kernel = conv_fwd_cf_chunked<T, W, 4>; break;
-      case 8: kernel = conv_fwd_cf_chunked<T, W, 8>; break;
+      case 1: pick(std::integral_constant<int, 1>{}); break;
+      case 2: pick(std::integral_constant<int, 2>{}); break;
+      case 4: pick(std::integral_constant<int, 4>{}); break;
+      case 8: pick(std::integral_constant<int, 8>{}); break;
       default:
         throw std::invalid_argument("conv_fwd_cf_chunked: vectors per thread must be 1, 2, 4 or 8");
     }
     launch_or_describe("conv_fwd_cf_chunked", kernel, blocks, kChunkedThreads, s, facts, a, by_len,
-                       by_dim);
+                       by_dim, masks);
   });
 }
 

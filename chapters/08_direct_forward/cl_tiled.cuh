@@ -16,12 +16,23 @@ namespace conv1d::ch08 {
 
 constexpr int kTileBatch = 8;  // rows loaded together, before any of them is used
 
+// The masks of one tile's rows (chapter 10); nothing without them.
+template <bool kMasked, int kRows>
+struct TileMasks : Masks<kRows> {};
+template <int kRows>
+struct TileMasks<false, kRows> {
+  static constexpr bool full = true;
+};
+
+// kMasked (chapter 10): with the tap masks of packed sequences (direct_common.cuh), kRows of them
+// loaded together at the start of the tile.
 // [docs:ch08_cl_tiled]
 // The rows t0 .. t0 + kRows - 1 of one tile, the window holding the W-1 rows before them.
-// kAllInside: every output of the tile has all its taps at or after t = 0.
-template <bool kAllInside, class T, int W, int N, int kRows>
+// kAllInside: every output of the tile has all its taps (at or after t = 0, in its sequence).
+template <bool kAllInside, bool kMasked, class T, int W, int N, int kRows>
 __device__ __forceinline__ void cl_tile(const DirectArgs<T>& a, const T* x, T* out, int64_t t0,
-                                        const Filter<W> (&f)[N], Vec<T, N> (&win)[W]) {
+                                        const Filter<W> (&f)[N], Vec<T, N> (&win)[W],
+                                        const TileMasks<kMasked, kRows>& m) {
 #pragma unroll
   for (int r0 = 0; r0 < kRows; r0 += kTileBatch) {
     if (t0 + r0 <
@@ -38,16 +49,25 @@ __device__ __forceinline__ void cl_tile(const DirectArgs<T>& a, const T* x, T* o
 #pragma unroll
         for (int k = 0; k < W - 1; ++k) win[k] = win[k + 1];
         win[W - 1] = rows[r];
+        unsigned valid = kAllTaps<W>;
+        if constexpr (!kAllInside) {
+          if constexpr (kMasked)
+            valid = m[r0 + r];
+          else
+            valid = taps_inside<W>(t);
+        }
         if (t < a.seqlen)
-          *reinterpret_cast<Vec<T, N>*>(out + t * a.dim) = cl_outputs<T, W, N, kAllInside>(
-              f, win, kAllInside ? kAllTaps<W> : taps_inside<W>(t), a.silu);
+          *reinterpret_cast<Vec<T, N>*>(out + t * a.dim) =
+              kMasked && valid == 0 ? zero_vec<T, N>()  // padding
+                                    : cl_outputs<T, W, N, kAllInside>(f, win, valid, a.silu);
       }
     }
   }
 }
 
-template <class T, int W, int N, int kRows>
-__global__ void conv_fwd_cl_tiled(DirectArgs<T> a, FastDivmod by_cols, FastDivmod by_tiles) {
+template <class T, int W, int N, int kRows, bool kMasked = false>
+__global__ void conv_fwd_cl_tiled(DirectArgs<T> a, FastDivmod by_cols, FastDivmod by_tiles,
+                                  const uint8_t* __restrict__ masks) {
   static_assert(kRows % kTileBatch == 0, "rows come in batches");
   const int64_t item =
       blockIdx.x * int64_t(blockDim.x) + threadIdx.x;  // (b * tiles + tile) * D/N + column
@@ -59,6 +79,12 @@ __global__ void conv_fwd_cl_tiled(DirectArgs<T> a, FastDivmod by_cols, FastDivmo
   const T* x = a.x + b * a.seqlen * a.dim + d0;  // row t of this batch at x + t * D
   T* out = a.out + b * a.seqlen * a.dim + d0;
 
+  TileMasks<kMasked, kRows> m;  // (first: the decision below waits for them, not for x)
+  if constexpr (kMasked) {
+    const int64_t left = a.seqlen - t0;
+    static_cast<Masks<kRows>&>(m) =
+        load_masks<kRows, W>(masks, b * a.seqlen + t0, left < kRows ? int(left) : kRows);
+  }
   Filter<W> f[N];
   load_filters<W, N>(a, d0, f);
   Vec<T, N> win[W];  // win[k]: the row k - (W-1) steps back from the one being computed
@@ -69,10 +95,10 @@ __global__ void conv_fwd_cl_tiled(DirectArgs<T> a, FastDivmod by_cols, FastDivmo
   }
   // Which form the outputs take is decided once per tile, not per row: a test between a batch's
   // loads and their use lets the compiler place loads after it, and then fewer rows are in flight.
-  if (t0 >= W - 1)
-    cl_tile<true, T, W, N, kRows>(a, x, out, t0, f, win);  // every tile but a first
+  if (t0 >= W - 1 && m.full)
+    cl_tile<true, kMasked, T, W, N, kRows>(a, x, out, t0, f, win, m);  // all but a few tiles
   else
-    cl_tile<false, T, W, N, kRows>(a, x, out, t0, f, win);
+    cl_tile<false, kMasked, T, W, N, kRows>(a, x, out, t0, f, win, m);
 }
 // [/docs:ch08_cl_tiled]
 
@@ -92,9 +118,11 @@ inline int cl_tiled_rows(int64_t batch, int64_t seqlen, int64_t columns, int sm_
   return kTileBatch;
 }
 
+// With `masks` (chapter 10, [B, L] bytes): the masked kernel.
 template <class T>
 void launch_cl_tiled(const DirectArgs<T>& a, int width, int rows, int max_access_bytes = 16,
-                     cudaStream_t s = 0, KernelFacts* facts = nullptr) {
+                     cudaStream_t s = 0, KernelFacts* facts = nullptr,
+                     const uint8_t* masks = nullptr) {
   dispatch_access(a, max_access_bytes, [&](auto access) {
     constexpr int N = decltype(access)::value;
     const int64_t columns = a.dim / N, tiles = ceil_div(a.seqlen, rows);
@@ -103,16 +131,20 @@ void launch_cl_tiled(const DirectArgs<T>& a, int width, int rows, int max_access
         ceil_div(a.batch * tiles * columns, kClTiledThreads);  // a thread per tile and column
     dispatch_width(width, [&](auto w) {
       constexpr int W = decltype(w)::value;
-      void (*kernel)(DirectArgs<T>, FastDivmod, FastDivmod) = nullptr;
+      void (*kernel)(DirectArgs<T>, FastDivmod, FastDivmod, const uint8_t*) = nullptr;
+      auto pick = [&](auto r) {
+        constexpr int R = decltype(r)::value;
+        kernel = masks ? conv_fwd_cl_tiled<T, W, N, R, true> : conv_fwd_cl_tiled<T, W, N, R>;
+      };
       switch (rows) {
-        case 8: kernel = conv_fwd_cl_tiled<T, W, N, 8>; break;
-        case 16: kernel = conv_fwd_cl_tiled<T, W, N, 16>; break;
-        case 32: kernel = conv_fwd_cl_tiled<T, W, N, 32>; break;
+        case 8: pick(std::integral_constant<int, 8>{}); break;
+        case 16: pick(std::integral_constant<int, 16>{}); break;
+        case 32: pick(std::integral_constant<int, 32>{}); break;
         default:
           throw std::invalid_argument("conv_fwd_cl_tiled: rows per thread must be 8, 16 or 32");
       }
       launch_or_describe("conv_fwd_cl_tiled", kernel, blocks, kClTiledThreads, s, facts, a, by_cols,
-                         by_tiles);
+                         by_tiles, masks);
     });
   });
 }

@@ -230,6 +230,99 @@ __device__ __forceinline__ void cf_outputs(const DirectArgs<T>& a, const FastDiv
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Packed sequences (chapter 10). One byte per token (b, t), the same for every channel, says which
+// of output t's W taps count: bit k for tap k, the input t - (W-1) + k. No bit set: t is padding,
+// its output exactly 0. The kernels take these masks beside their arguments (kMasked); without
+// them they count the taps at or after t = 0, as above.
+
+// The masks of N outputs, four to a register (a byte array would take a register per byte), and
+// whether every one of them keeps every tap.
+template <int N>
+struct Masks {
+  static_assert(N % 4 == 0, "whole words");
+  uint32_t w[N / 4];
+  bool full;
+  __device__ __forceinline__ unsigned operator[](int i) const {
+    return w[i / 4] >> (8 * (i % 4)) & 0xFFu;
+  }
+};
+
+// The masks of tokens at .. at+N-1; those from `valid` on (past the end of a row) read as full.
+template <int N, int W>
+__device__ __forceinline__ Masks<N> load_masks(const uint8_t* masks, int64_t at, int valid) {
+  constexpr uint32_t kFull = 0x01010101u * kAllTaps<W>;
+  constexpr int kPiece = N < 16 ? N : 16;  // bytes per load
+  Masks<N> m;
+  if (at % kPiece == 0 && valid >= N) {
+#pragma unroll
+    for (int c = 0; c < N; c += kPiece) {
+      const auto v = *reinterpret_cast<const Vec<uint32_t, kPiece / 4>*>(masks + at + c);
+#pragma unroll
+      for (int i = 0; i < kPiece / 4; ++i) m.w[c / 4 + i] = v.v[i];
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < N / 4; ++i) {
+      m.w[i] = 0;
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        m.w[i] |= uint32_t(4 * i + j < valid ? masks[at + 4 * i + j] : kAllTaps<W>) << (8 * j);
+    }
+  }
+  m.full = true;
+#pragma unroll
+  for (int i = 0; i < N / 4; ++i) m.full = m.full && m.w[i] == kFull;
+  return m;
+}
+
+// The masks of one channel-first vector's outputs (across the end of a row: none; that path reads
+// them one by one). A warp's last vectors can lie past the tensor: nothing read for them.
+template <class T, int W>
+__device__ __forceinline__ Masks<kPer16<T>> cf_masks(const DirectArgs<T>& a, const uint8_t* masks,
+                                                     const FastDivmod& by_len,
+                                                     const FastDivmod& by_dim, int64_t e0,
+                                                     const CfSpot<W>& s) {
+  const int64_t b = by_dim.div(by_len.div(e0));
+  const bool read = s.one_row && e0 < a.elements();
+  return load_masks<kPer16<T>, W>(masks, b * a.seqlen + s.t0, read ? kPer16<T> : 0);
+}
+
+// cf_outputs with masks: every output by its own (the window's taps before the row or the sequence
+// are not counted).
+template <class T, int W>
+__device__ __forceinline__ void cf_outputs_masked(const DirectArgs<T>& a, const uint8_t* masks,
+                                                  const FastDivmod& by_len,
+                                                  const FastDivmod& by_dim, int64_t e0,
+                                                  const CfSpot<W>& s, const Masks<kPer16<T>>& m,
+                                                  const CfWindow<T, W>& win, float* y) {
+  constexpr int kPer = kPer16<T>;
+  if (s.one_row && m.full) {  // all but a few vectors: the unmasked path
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) y[i] = conv_output<W, false>(s.f, &win.v[i], 0, a.silu);
+  } else if (s.one_row) {
+#pragma unroll
+    for (int i = 0; i < kPer; ++i)
+      y[i] = m[i] ? conv_output<W>(s.f, &win.v[i], m[i], a.silu) : 0.0f;
+  } else {  // across the end of a row: element by element, straight from memory
+    for (int i = 0; i < kPer; ++i) {
+      y[i] = 0.0f;
+      if (e0 + i >= a.elements()) continue;
+      int64_t r, t;
+      by_len.divmod(e0 + i, &r, &t);
+      const int64_t b = by_dim.div(r);
+      const unsigned valid = masks[b * a.seqlen + t];
+      float in[W];
+#pragma unroll
+      for (int k = 0; k < W; ++k) {
+        const int64_t pos = t - (W - 1) + k;
+        in[k] = pos >= 0 ? to_float(a.x[r * a.seqlen + pos]) : 0.0f;
+      }
+      if (valid) y[i] = conv_output<W>(load_filter<W>(a, r - b * a.dim), in, valid, a.silu);
+    }
+  }
+}
+
 // The 4-byte words of a vector that hold its last W-1 elements: all a neighbour needs as its halo.
 template <class T, int W>
 constexpr int kHaloFirstWord = (kPer16<T> - (W - 1)) * static_cast<int>(sizeof(T)) / 4;
