@@ -1,0 +1,329 @@
+// Chapter 10 (packed sequences and state passing) against the fp64 reference: the rows form in both
+// layouts (seq_idx with padding and sequences of length 0 and 1, initial states, final states),
+// the varlen form (random packings, a state cache read and written in place, negative indices),
+// and chunked runs that must give the one-pass results bit for bit, including chunks shorter than
+// the W-1 states. The host-side parsing and packing run without a GPU.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "chapters/10_packed_sequences/forward.cuh"
+#include "chapters/10_packed_sequences/packing.h"
+#include "common/buffers.h"
+#include "common/runner.h"
+#include "common/verify.h"
+#include "tests/gpu_test_util.h"
+#include "tests/shape_options.h"
+
+using namespace conv1d;
+using namespace conv1d::ch10;
+
+namespace {
+
+DeviceBuffer upload(const void* p, size_t bytes) {
+  DeviceBuffer d(bytes);
+  if (bytes) GPU_CHECK(cudaMemcpy(d.get(), p, bytes, cudaMemcpyHostToDevice));
+  return d;
+}
+DeviceBuffer upload(const HostArray& h) { return upload(h.data(), h.bytes()); }
+template <class V>
+DeviceBuffer upload_vec(const std::vector<V>& v) {
+  return upload(v.data(), v.size() * sizeof(V));
+}
+void download(HostArray& h, const DeviceBuffer& d) {
+  GPU_CHECK(cudaMemcpy(h.data(), d.get(), h.bytes(), cudaMemcpyDeviceToHost));
+}
+
+auto now = [](const char*, auto&& launch) { launch(); };  // launch_forward without timing
+
+std::string describe(const Options& o, const std::string& lens, bool init) {
+  return "B=" + std::to_string(o.batch) + " D=" + std::to_string(o.dim) +
+         " L=" + std::to_string(o.seqlen) + " W=" + std::to_string(o.width) + " " +
+         dtype_name(o.dtype) + (o.bias ? " bias" : "") + (o.silu ? " silu" : "") +
+         " --seq-lens " + lens + (init ? " --initial-states" : "");
+}
+
+// Outputs of one rows-form run, channel-first order, and the final states.
+struct RowsResult {
+  HostArray out, final_states;
+};
+
+// The rows form of `p` (x, seq_idx, initial states) in layout l, with chapter 08's launch choices
+// `vectors` and `rows`; the x of time steps [start, start + len) only when len > 0, starting from
+// `init` instead of p.init (chunks).
+RowsResult run_rows(const Options& o, const Packed& p, Layout l, int vectors, int rows,
+                    const HostArray* init = nullptr, int64_t start = 0, int64_t len = 0) {
+  const bool cl = l == Layout::channel_last;
+  const HostArray x_full = cl ? transposed(p.in.x, o.batch, o.dim, o.seqlen) : p.in.x;
+  const int64_t L = len > 0 ? len : o.seqlen;
+  const HostArray x = len > 0 ? chunk_of(x_full, l, o, start, len) : x_full;
+  const HostArray& states = init ? *init : p.init;
+  DeviceBuffer dx = upload(x), dw = upload(p.in.weight), db = upload(p.in.bias),
+               dinit = upload(states), dseq = upload_vec(p.seq_idx), out(x.bytes()),
+               fin(size_t(o.batch * o.dim * (o.width - 1)) * dtype_bytes(o.dtype)),
+               masks(size_t(o.batch * L));
+  out.poison();
+  fin.poison();
+  dispatch_storage(o.dtype, [&](auto tag) {
+    using T = device_t<typename decltype(tag)::type>;
+    const ch08::DirectArgs<T> a{dx.get<const T>(), dw.get<const T>(),
+                                o.bias ? db.get<const T>() : nullptr, out.get<T>(), o.batch,
+                                o.dim, L, o.silu};
+    const Forward<T> f = rows_forward(a, l, p.seq_idx.empty() ? nullptr : dseq.get<const int32_t>(),
+                                      masks.get<uint8_t>(),
+                                      states.empty() ? nullptr : dinit.get<const T>(), fin.get<T>());
+    launch_forward(f, o.width, vectors, rows, now);
+  });
+  GPU_CHECK(cudaDeviceSynchronize());
+  RowsResult r{HostArray(o.dtype, x.size()), HostArray(o.dtype, size_t(o.batch * o.dim * (o.width - 1)))};
+  download(r.out, out);
+  download(r.final_states, fin);
+  if (cl) r.out = transposed(r.out, o.batch, L, o.dim);
+  return r;
+}
+
+Options random_options(Rng& rng, int trial, int64_t max_l) {
+  return random_shape_options(rng, trial, max_l);
+}
+
+// --seq-lens values that cover the cases: a few long sequences, many short ones (0 and 1 among
+// them), one per row, and explicit lists with padding after them.
+std::string random_lens_spec(Rng& rng, int64_t seqlen, bool allow_none) {
+  switch (rng.range(0, allow_none ? 3 : 2)) {
+    case 0: return "random:" + std::to_string(rng.range(1, 12));
+    case 1: return "random:" + std::to_string(rng.range(1, std::max<int64_t>(1, seqlen)));
+    case 2: {
+      std::string s;
+      int64_t sum = 0;
+      while (true) {
+        const int64_t len = rng.range(0, 3) == 0 ? rng.range(0, 1) : rng.range(0, 9);
+        if (sum + len > seqlen) break;
+        s += (s.empty() ? "" : ",") + std::to_string(len);
+        sum += len;
+        if (rng.range(0, 9) == 0) break;
+      }
+      return s.empty() ? "0" : s;
+    }
+    default: return "none";
+  }
+}
+
+void expect_exact_zero_padding(const Options& o, const Packed& p, const HostArray& out_cf) {
+  for (int64_t b = 0; b < o.batch; ++b)
+    for (int64_t t = 0; t < o.seqlen; ++t)
+      if (p.seq_idx[b * o.seqlen + t] < 0)
+        for (int64_t d = 0; d < o.dim; ++d)
+          ASSERT_EQ(out_cf.get((b * o.dim + d) * o.seqlen + t), 0.0)
+              << "padding output at b=" << b << " d=" << d << " t=" << t;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Host side.
+
+TEST(Ch10Host, ParsesSeqLens) {
+  std::vector<int64_t> lens;
+  EXPECT_EQ(parse_seq_lens("3,0,1", 10, 1, false, &lens), "");
+  EXPECT_EQ(lens, (std::vector<int64_t>{3, 0, 1}));
+  EXPECT_NE(parse_seq_lens("3,0,1", 10, 1, true, &lens).find("sum to 4, not 10"),
+            std::string::npos);
+  EXPECT_NE(parse_seq_lens("8,8", 10, 1, false, &lens).find("more than 10"), std::string::npos);
+  for (const char* bad : {"", "random:", "random:0", "random:x", "1,,2", "-1", "1;2", "abc"})
+    EXPECT_NE(parse_seq_lens(bad, 10, 1, false, &lens), "") << bad;
+  ASSERT_EQ(parse_seq_lens("random:64", 32768, 5, true, &lens), "");
+  ASSERT_EQ(lens.size(), 64u);
+  int64_t sum = 0;
+  for (int64_t l : lens) sum += l;
+  EXPECT_EQ(sum, 32768);
+}
+
+TEST(Ch10Host, SeqIdxRowsArePackedAndPadded) {
+  std::vector<int32_t> seq;
+  ASSERT_EQ(make_seq_idx("2,0,1", 2, 5, 1, &seq), "");
+  EXPECT_EQ(seq, (std::vector<int32_t>{0, 0, 2, -1, -1, 0, 0, 2, -1, -1}));
+  ASSERT_EQ(make_seq_idx("random:3", 4, 50, 9, &seq), "");
+  for (int64_t b = 0; b < 4; ++b) {
+    // Ids never decrease along a row but for padding; odd rows end in padding.
+    int32_t last = -1;
+    for (int64_t t = 0; t < 50; ++t)
+      if (seq[b * 50 + t] >= 0) {
+        EXPECT_GE(seq[b * 50 + t], last);
+        last = seq[b * 50 + t];
+      }
+  }
+}
+
+TEST(Ch10Host, ChunksIncludePiecesShorterThanTheStates) {
+  Options o = shape_options(1, 4, 40, 4, Dtype::fp32, false, false, 3);
+  for (int k : {2, 3, 7}) {
+    Packed p;
+    PackSpec spec;
+    spec.seq_lens = "none";
+    spec.chunks = k;
+    spec.varlen = false;
+    ASSERT_EQ(make_packed(o, spec, &p), "");
+    ASSERT_EQ(p.chunk_lens.size(), size_t(k));
+    int64_t at = 0;
+    for (size_t i = 0; i < p.chunk_lens.size(); ++i) {
+      EXPECT_EQ(p.chunk_starts[i], at);
+      EXPECT_GE(p.chunk_lens[i], 1);
+      at += p.chunk_lens[i];
+    }
+    EXPECT_EQ(at, 40);
+    if (k >= 3) {
+      EXPECT_EQ(p.chunk_lens[1], 1);
+      EXPECT_EQ(p.chunk_lens[2], 2);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The rows form against the fp64 reference.
+
+TEST(Ch10Rows, MatchesReference) {
+  CONV1D_REQUIRE_GPU_OR_SKIP();
+  Rng rng(1010);
+  for (int trial = 0; trial < 60; ++trial) {
+    Options o = random_options(rng, trial, trial % 5 == 0 ? 600 : 140);
+    const std::string lens = random_lens_spec(rng, o.seqlen, true);
+    const bool init = rng.range(0, 1) == 1;
+    PackSpec spec;
+    spec.seq_lens = lens;
+    spec.initial_states = init;
+    spec.varlen = false;
+    Packed p;
+    ASSERT_EQ(make_packed(o, spec, &p), "") << describe(o, lens, init);
+    const int vectors = std::vector<int>{1, 2, 4, 8}[rng.range(0, 3)];
+    const int rows = std::vector<int>{8, 16, 32}[rng.range(0, 2)];
+    for (Layout l : {Layout::channel_first, Layout::channel_last}) {
+      SCOPED_TRACE(describe(o, lens, init) + " " + layout_name(l) + " vectors " +
+                   std::to_string(vectors) + " rows " + std::to_string(rows));
+      const RowsResult r = run_rows(o, p, l, vectors, rows);
+      const VerifyReport out = verify("out", r.out, p.ref_rows, default_tolerance(o.dtype),
+                                      {o.batch, o.dim, o.seqlen});
+      EXPECT_TRUE(out.ok()) << out.summary() << "\n" << out.details();
+      const VerifyReport fin = verify("final_states", r.final_states, p.ref_final, Tolerance{0, 0},
+                                      {o.batch, o.dim, o.width - 1});
+      EXPECT_TRUE(fin.ok()) << fin.summary() << "\n" << fin.details();
+      if (!p.seq_idx.empty()) expect_exact_zero_padding(o, p, r.out);
+    }
+  }
+}
+
+TEST(Ch10Rows, OneBatchManyShortSequencesWithStates) {
+  CONV1D_REQUIRE_GPU_OR_SKIP();
+  for (Dtype t : {Dtype::fp32, Dtype::bf16})
+    for (int w : {2, 3, 4}) {
+      const Options o = shape_options(1, 64, 333, w, t, true, true, 40 + w);
+      const std::string lens = "1,0,1,2,3,1,1,0,0,5,1,2,1,7,1,1,1,3,2,1,9,1,4,0,1";
+      PackSpec spec;
+      spec.seq_lens = lens;
+      spec.initial_states = true;
+      spec.varlen = false;
+      Packed p;
+      ASSERT_EQ(make_packed(o, spec, &p), "");
+      for (Layout l : {Layout::channel_first, Layout::channel_last}) {
+        SCOPED_TRACE(describe(o, lens, true) + " " + layout_name(l));
+        const RowsResult r = run_rows(o, p, l, 2, 16);
+        EXPECT_TRUE(verify("out", r.out, p.ref_rows, default_tolerance(t)).ok());
+        EXPECT_TRUE(verify("final_states", r.final_states, p.ref_final, Tolerance{0, 0}).ok());
+        expect_exact_zero_padding(o, p, r.out);
+      }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Chunked prefill: K chunks passing their final states on give the one-pass results bit for bit.
+
+TEST(Ch10Chunks, BitForBitTheOnePass) {
+  CONV1D_REQUIRE_GPU_OR_SKIP();
+  Rng rng(31);
+  int trial = 0;
+  for (int k : {2, 3, 7})
+    for (Dtype t : {Dtype::fp32, Dtype::fp16, Dtype::bf16})
+      for (int w : {2, 3, 4}) {
+        const int64_t L = rng.range(2 * k + 3, 300);
+        const Options o = shape_options(rng.range(1, 3), 8 * rng.range(1, 6), L, w, t,
+                                        rng.range(0, 1) == 1, rng.range(0, 1) == 1, ++trial);
+        PackSpec spec;
+        spec.seq_lens = "none";
+        spec.initial_states = rng.range(0, 1) == 1;
+        spec.chunks = k;
+        spec.varlen = false;
+        Packed p;
+        ASSERT_EQ(make_packed(o, spec, &p), "");
+        for (Layout l : {Layout::channel_first, Layout::channel_last}) {
+          SCOPED_TRACE(describe(o, "none", spec.initial_states) + " " + layout_name(l) + " K=" +
+                       std::to_string(k));
+          const RowsResult one = run_rows(o, p, l, 1, 8);
+          HostArray out(o.dtype, one.out.size());
+          HostArray states = p.init;
+          for (size_t c = 0; c < p.chunk_lens.size(); ++c) {
+            const RowsResult piece =
+                run_rows(o, p, l, 1, 8, &states, p.chunk_starts[c], p.chunk_lens[c]);
+            put_chunk(out, piece.out, Layout::channel_first, o, p.chunk_starts[c],
+                      p.chunk_lens[c]);
+            states = piece.final_states;
+          }
+          EXPECT_TRUE(same_bits(out, one.out)) << "outputs differ from one pass";
+          EXPECT_TRUE(same_bits(states, one.final_states)) << "final states differ";
+          EXPECT_TRUE(verify("out", out, p.ref_rows, default_tolerance(t)).ok());
+        }
+      }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Variable-length batches: tokens [B*L, D], a state cache read and written in place.
+
+TEST(Ch10Varlen, MatchesReference) {
+  CONV1D_REQUIRE_GPU_OR_SKIP();
+  Rng rng(2020);
+  for (int trial = 0; trial < 40; ++trial) {
+    Options o = random_options(rng, trial, trial % 5 == 0 ? 500 : 120);
+    std::string lens = random_lens_spec(rng, o.batch * o.seqlen, false);
+    if (lens.rfind("random:", 0) != 0) {  // an explicit list must cover every token: add the rest
+      int64_t sum = 0;
+      std::vector<int64_t> parsed;
+      ASSERT_EQ(parse_seq_lens(lens, o.batch * o.seqlen, 0, false, &parsed), "");
+      for (int64_t v : parsed) sum += v;
+      lens += "," + std::to_string(o.batch * o.seqlen - sum);
+    }
+    const bool init = rng.range(0, 1) == 1;
+    PackSpec spec;
+    spec.seq_lens = lens;
+    spec.initial_states = init;
+    spec.rows = false;
+    Packed p;
+    ASSERT_EQ(make_packed(o, spec, &p), "") << describe(o, lens, init);
+    const int rows = std::vector<int>{8, 16, 32}[rng.range(0, 2)];
+    SCOPED_TRACE(describe(o, lens, init) + " rows " + std::to_string(rows));
+
+    const int64_t total = o.batch * o.seqlen;
+    DeviceBuffer dx = upload(p.x_last), dw = upload(p.in.weight), db = upload(p.in.bias),
+                 cu = upload_vec(p.cu_seqlens), slots = upload_vec(p.slots),
+                 cache = upload(p.cache), out(p.x_last.bytes()), masks{size_t(total)};
+    out.poison();
+    dispatch_storage(o.dtype, [&](auto tag) {
+      using T = device_t<typename decltype(tag)::type>;
+      const ch08::DirectArgs<T> a{dx.get<const T>(), dw.get<const T>(),
+                                  o.bias ? db.get<const T>() : nullptr, out.get<T>(), 1, o.dim,
+                                  total, o.silu};
+      launch_forward(varlen_forward(a, cu.get<const int32_t>(), int32_t(p.lens.size()),
+                                    slots.get<const int32_t>(), cache.get<T>(), init,
+                                    masks.get<uint8_t>()),
+                     o.width, 1, rows, now);
+    });
+    GPU_CHECK(cudaDeviceSynchronize());
+    HostArray got(o.dtype, p.x_last.size()), got_cache(o.dtype, p.cache.size());
+    download(got, out);
+    download(got_cache, cache);
+    const VerifyReport r = verify("out", got, p.ref_varlen, default_tolerance(o.dtype),
+                                  {total, o.dim});
+    EXPECT_TRUE(r.ok()) << r.summary() << "\n" << r.details();
+    const VerifyReport c = verify("state cache", got_cache, p.ref_cache, Tolerance{0, 0});
+    EXPECT_TRUE(c.ok()) << c.summary() << "\n" << c.details();
+  }
+}
