@@ -163,13 +163,19 @@ class PackedChapter : public Chapter {
     write_npy(dir + "/x.npy", pk_.in.x, {o.batch, o.dim, o.seqlen});
     write_npy(dir + "/weight.npy", pk_.in.weight, {o.dim, o.width});
     if (o.bias) write_npy(dir + "/bias.npy", pk_.in.bias, {o.dim});
-    if (rows()) {
+    if (rows()) {  // the rows form's inputs beside x, and its references
+      if (!pk_.seq_idx.empty())
+        write_npy(dir + "/seq_idx.npy", pk_.seq_idx.data(), "<i4", {o.batch, o.seqlen});
+      if (pk_.init.size() > 0)
+        write_npy(dir + "/initial_states.npy", pk_.init, {o.batch, o.dim, o.width - 1});
       write_npy(dir + "/reference.npy", pk_.ref_rows, {o.batch, o.dim, o.seqlen});
       write_npy(dir + "/final_states_reference.npy", pk_.ref_final,
                 {o.batch, o.dim, o.width - 1});
     }
-    std::printf("wrote x, weight%s and the references ([B, D, L]) as .npy files to %s\n",
-                o.bias ? ", bias" : "", dir.c_str());
+    std::printf("wrote x, weight%s%s and the rows form's references ([B, D, L]) as .npy files to "
+                "%s\n",
+                o.bias ? ", bias" : "", rows() ? ", seq_idx and initial states (where used)" : "",
+                dir.c_str());
   }
 
   std::vector<MeasuredVariant> variants(const Frame& f) override {
