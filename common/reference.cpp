@@ -183,13 +183,21 @@ int64_t reference_backward_scratch_bytes(const ConvShape& s) {
   return int64_t(host_threads()) * std::min(kGroup, s.dim) * s.seqlen * int64_t(sizeof(double));
 }
 
-void reference_backward(const RefProblem& p, const double* dout, const RefGrads& g) {
+void reference_backward(const RefProblem& p, const double* dout, const RefGrads& g,
+                        const double* dfinal_states) {
   validate(p);
   require(dout != nullptr, "dout must not be null");
   const ConvShape& s = p.shape;
   const int W = s.width;
   const int64_t L = s.seqlen;
-  const bool sums = g.dweight || g.dbias || g.dweight_sq || g.dbias_sq;
+  const bool sums = g.dweight || g.dweight_sq || g.dbias || g.dbias_sq;
+  // What dfinal_states adds at input position s: its value where the final state j = s-(L-(W-1))
+  // came from s, 0 elsewhere.
+  auto dfinal_at = [&](const RowView& row, int64_t si) {
+    const int64_t j = si - (L - (W - 1));
+    if (j < 0 || !row.in_final_states(si)) return 0.0;
+    return dfinal_states[(row.batch() * s.dim + row.channel()) * (W - 1) + j];
+  };
 
   // One item is one group of channels over the whole batch, so that the sums over the batch are
   // added in batch order by the one thread that owns those channels.
@@ -230,6 +238,7 @@ void reference_backward(const RefProblem& p, const double* dout, const RefGrads&
                   const int64_t t = si + (W - 1) - k;
                   if (t < L && row.contributes(si, t)) acc += row.weight(k) * dz[t * n + j];
                 }
+                if (dfinal_states) acc += dfinal_at(row, si);
                 g.dx[row.at(si)] = acc;
               }
           }
@@ -247,6 +256,7 @@ void reference_backward(const RefProblem& p, const double* dout, const RefGrads&
                   if (t >= 0 && t < L && row.contributes(si, t))
                     acc += row.weight(k) * dz[t * n + j];
                 }
+                if (dfinal_states) acc += dfinal_at(row, si);
                 di[i] = acc;
               }
             }
@@ -321,6 +331,49 @@ void reference_varlen_forward(const RefVarlen& p, double* out, double* final_sta
       for (int64_t i = 0; i < D * S; ++i) fs[i] = init ? init[i] : 0.0;
     }
     if (final_states && slot >= 0) std::copy(fs.begin(), fs.end(), final_states + slot * D * S);
+  }
+}
+
+void reference_varlen_backward(const RefVarlen& p, const double* dout, const double* dfinal_states,
+                               const RefVarlenGrads& g) {
+  require(p.dim >= 1 && p.width >= 1, "dim and width must be >= 1");
+  require(p.sequences >= 0 && p.cu_seqlens != nullptr, "cu_seqlens must not be null");
+  require(p.cu_seqlens[0] == 0, "cu_seqlens must start at 0");
+  require(dout != nullptr || p.cu_seqlens[p.sequences] == 0, "dout must not be null");
+  const int64_t D = p.dim, W = p.width, S = W - 1;
+  if (g.dweight) std::fill(g.dweight, g.dweight + D * W, 0.0);
+  if (g.dbias) std::fill(g.dbias, g.dbias + D, 0.0);
+  std::vector<double> dw(static_cast<size_t>(D * W)), db(static_cast<size_t>(D)),
+      dinit(static_cast<size_t>(D * S)), zeros(static_cast<size_t>(D * S), 0.0);
+  for (int64_t n = 0; n < p.sequences; ++n) {
+    const int64_t start = p.cu_seqlens[n], len = p.cu_seqlens[n + 1] - start;
+    require(len >= 0, "cu_seqlens must not decrease");
+    const int64_t slot = p.state_indices ? p.state_indices[n] : n;
+    // The gradient of the row this sequence writes back: none without a row.
+    const double* dfs = dfinal_states && slot >= 0 ? dfinal_states + slot * D * S : zeros.data();
+    if (len > 0) {
+      RefProblem one;
+      one.shape = ConvShape{1, D, len, p.width};
+      one.layout = Layout::channel_last;
+      one.x = p.x + start * D;
+      one.weight = p.weight;
+      one.bias = p.bias;
+      one.initial_states = p.states && slot >= 0 ? p.states + slot * D * S : nullptr;
+      one.silu = p.silu;
+      RefGrads rg;
+      rg.dx = g.dx ? g.dx + start * D : nullptr;
+      rg.dweight = g.dweight ? dw.data() : nullptr;
+      rg.dbias = g.dbias ? db.data() : nullptr;
+      rg.dinitial_states = dinit.data();
+      reference_backward(one, dout + start * D, rg, dfs);
+      if (g.dweight)
+        for (int64_t i = 0; i < D * W; ++i) g.dweight[i] += dw[i];
+      if (g.dbias)
+        for (int64_t i = 0; i < D; ++i) g.dbias[i] += db[i];
+    } else {  // the state passed straight through
+      std::copy(dfs, dfs + D * S, dinit.begin());
+    }
+    if (g.dstates && slot >= 0) std::copy(dinit.begin(), dinit.end(), g.dstates + slot * D * S);
   }
 }
 

@@ -62,7 +62,13 @@ struct RefGrads {
   double* dweight_sq = nullptr;       // [D,W]
   double* dbias_sq = nullptr;         // [D]
 };
-void reference_backward(const RefProblem& p, const double* dout, const RefGrads& g);
+// dfinal_states (optional, [B,D,W-1]): the gradient with respect to the forward's final_states, as
+// chunked training passes it back from the next chunk. Each of its values is added where that final
+// state came from: into dx at t = L-(W-1)+j, or into dinitial_states where L < W-1 reaches back into
+// the states; nothing where the forward wrote 0 (inputs of an earlier sequence, a row that ends in
+// padding).
+void reference_backward(const RefProblem& p, const double* dout, const RefGrads& g,
+                        const double* dfinal_states = nullptr);
 
 // A variable-length batch (chapter 10): N sequences packed as tokens [total, D] (channel-last),
 // sequence n being tokens cu_seqlens[n] .. cu_seqlens[n+1]-1 (cu_seqlens[0] = 0, never decreasing;
@@ -85,6 +91,21 @@ struct RefVarlen {
 // receives sequence n's final states; other rows are left as they are. A length-0 sequence passes
 // its initial state (or zeros) through.
 void reference_varlen_forward(const RefVarlen& p, double* out, double* final_states = nullptr);
+
+// The varlen backward: gradients of sum(out * dout) + sum(final_states * dfinal_states) over the
+// rows the forward wrote. dout and dx: [total, D]; dfinal_states (optional) and dstates: [C, D, W-1]
+// by cache row. Row state_indices[n] >= 0 of dstates receives the gradient with respect to sequence
+// n's initial state (computed even when p.states is null: then at the implicit zeros); other rows
+// are left as they are. dweight and dbias (optional) are sums over the sequences, in order; a
+// length-0 sequence passes dfinal_states straight through to dstates.
+struct RefVarlenGrads {
+  double* dx = nullptr;       // [total, D]
+  double* dweight = nullptr;  // [D, W]
+  double* dbias = nullptr;    // [D]
+  double* dstates = nullptr;  // [C, D, W-1]
+};
+void reference_varlen_backward(const RefVarlen& p, const double* dout, const double* dfinal_states,
+                               const RefVarlenGrads& g);
 
 // Host memory reference_backward needs besides its inputs and outputs (per thread: dz for one group
 // of channels over the whole sequence), for the chapters' memory check.

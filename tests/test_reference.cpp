@@ -6,7 +6,10 @@
 //     built here from scratch;
 //   - central finite differences of the forward, for every gradient;
 //   - packed sequences (seq_idx) against the same sequences run one by one without seq_idx;
-//   - the two layouts against each other.
+//   - the two layouts against each other;
+//   - a row run as chunks that pass their states (and, backwards, their state gradients) along,
+//     against the same row in one pass; a variable-length batch against one packed row and against
+//     its sequences one by one.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -135,7 +138,8 @@ struct Grads {
   std::vector<double> dx, dweight, dbias, dinit;
 };
 
-Grads backward(const Problem& p, const std::vector<double>& dout) {
+Grads backward(const Problem& p, const std::vector<double>& dout,
+               const std::vector<double>& dfinal = {}) {
   Grads g;
   const double nan = std::nan("");
   g.dx.assign(p.x.size(), nan);
@@ -147,7 +151,7 @@ Grads backward(const Problem& p, const std::vector<double>& dout) {
   rg.dweight = g.dweight.data();
   rg.dbias = g.dbias.data();
   rg.dinitial_states = g.dinit.data();
-  conv1d::reference_backward(p.view(), dout.data(), rg);
+  conv1d::reference_backward(p.view(), dout.data(), rg, dfinal.empty() ? nullptr : dfinal.data());
   return g;
 }
 
@@ -566,25 +570,30 @@ TEST(ReferenceSeqIdx, PackedEqualsSeparateSequences) {
 // ---------------------------------------------------------------------------------------------
 // Backward against central finite differences of the forward's sum(out * dout).
 
-double objective(const Problem& p, const std::vector<double>& dout) {
+// ... and of sum(final_states * dfinal) when dfinal is given.
+double objective(const Problem& p, const std::vector<double>& dout,
+                 const std::vector<double>& dfinal) {
   std::vector<double> out(static_cast<size_t>(p.shape.elements()));
-  conv1d::reference_forward(p.view(), out.data());
+  std::vector<double> fs(static_cast<size_t>(p.states()));
+  conv1d::reference_forward(p.view(), out.data(), fs.data());
   double f = 0.0;
   for (size_t i = 0; i < out.size(); ++i) f += out[i] * dout[i];
+  for (size_t i = 0; i < dfinal.size(); ++i) f += fs[i] * dfinal[i];
   return f;
 }
 
 // Perturbs every element of `param` (a member of `p`) and compares with `analytic`.
 void check_fd(Problem& p, std::vector<double>& param, const std::vector<double>& analytic,
-              const std::vector<double>& dout, const std::string& what) {
+              const std::vector<double>& dout, const std::vector<double>& dfinal,
+              const std::string& what) {
   ASSERT_EQ(param.size(), analytic.size()) << what;
   const double h = 1e-6;
   for (size_t i = 0; i < param.size(); ++i) {
     const double keep = param[i];
     param[i] = keep + h;
-    const double fp = objective(p, dout);
+    const double fp = objective(p, dout, dfinal);
     param[i] = keep - h;
-    const double fm = objective(p, dout);
+    const double fm = objective(p, dout, dfinal);
     param[i] = keep;
     const double fd = (fp - fm) / (2 * h);
     EXPECT_NEAR(analytic[i], fd, 1e-6 * (1.0 + std::fabs(fd))) << what << "[" << i << "]";
@@ -594,11 +603,15 @@ void check_fd(Problem& p, std::vector<double>& param, const std::vector<double>&
 void check_backward_fd(Problem p, TestRng& r) {
   SCOPED_TRACE(describe(p));
   const std::vector<double> dout = random_vec(r, p.shape.elements());
-  const Grads g = backward(p, dout);
-  check_fd(p, p.x, g.dx, dout, "dx");
-  check_fd(p, p.weight, g.dweight, dout, "dweight");
-  if (!p.bias.empty()) check_fd(p, p.bias, g.dbias, dout, "dbias");
-  if (!p.init.empty()) check_fd(p, p.init, g.dinit, dout, "dinitial_states");
+  // Half the cases also pass a gradient back through the final states.
+  const std::vector<double> dfinal =
+      r.range(0, 1) ? random_vec(r, p.states()) : std::vector<double>{};
+  SCOPED_TRACE(dfinal.empty() ? "without dfinal_states" : "with dfinal_states");
+  const Grads g = backward(p, dout, dfinal);
+  check_fd(p, p.x, g.dx, dout, dfinal, "dx");
+  check_fd(p, p.weight, g.dweight, dout, dfinal, "dweight");
+  if (!p.bias.empty()) check_fd(p, p.bias, g.dbias, dout, dfinal, "dbias");
+  if (!p.init.empty()) check_fd(p, p.init, g.dinit, dout, dfinal, "dinitial_states");
 }
 
 TEST(ReferenceBackward, MatchesFiniteDifferences) {
@@ -762,6 +775,94 @@ TEST(ReferenceForwardHand, SeqIdxWithInitialStates) {
   expect_exact(backward(p, {1, 1, 1}).dinit, {0, 0}, "dinitial_states, padding first");
 }
 
+TEST(ReferenceBackwardHand, FinalStatesGradient) {
+  // dout = 0, so only dfinal_states = (5, 7) flows: into the inputs the final states came from.
+  // x = 1 2 3 4, W = 3: the final states are x2, x3.
+  Problem p = tiny({1, 2, 3, 4}, {1, 2, 3});
+  const std::vector<double> zero(4, 0.0), dfinal{5, 7};
+  Grads g = backward(p, zero, dfinal);
+  expect_exact(g.dx, {0, 0, 5, 7}, "dx");
+  expect_exact(g.dinit, {0, 0}, "dinitial_states");
+  expect_exact(g.dweight, {0, 0, 0}, "dweight");
+  // seq_idx: only the last sequence's inputs are final states; none when the row ends in padding.
+  p.seq = {0, 0, 1, 1};
+  expect_exact(backward(p, zero, dfinal).dx, {0, 0, 5, 7}, "dx, last sequence x2 x3");
+  p.seq = {0, 0, 0, 1};
+  expect_exact(backward(p, zero, dfinal).dx, {0, 0, 0, 7}, "dx, last sequence x3 alone");
+  p.seq = {0, 0, 1, -1};
+  expect_exact(backward(p, zero, dfinal).dx, {0, 0, 0, 0}, "dx, ends in padding");
+  // L = 1 < W-1: the final states are (init[1], x0), so the first value goes to dinitial_states.
+  Problem q = tiny({2}, {1, 2, 3});
+  q.init = {1, 1};
+  g = backward(q, {0}, dfinal);
+  expect_exact(g.dx, {7}, "dx, L = 1");
+  expect_exact(g.dinit, {0, 5}, "dinitial_states, L = 1");
+}
+
+// Chunked prefill and chunked training in the reference: a row run as K chunks, each starting from
+// the previous chunk's final states, gives the one-pass outputs exactly (the same products added in
+// the same order); run backwards, each chunk handing its dinitial_states to the previous chunk as
+// dfinal_states, it gives the one-pass gradients (to rounding: the sums are split differently).
+TEST(ReferenceChunks, ChunksEqualOnePass) {
+  TestRng r(1234);
+  for (int iter = 0; iter < 60; ++iter) {
+    const int W = static_cast<int>(r.range(2, 4));
+    const int64_t B = r.range(1, 2), D = r.range(1, 3), L = r.range(4, 24);
+    Problem p = random_problem(r, make_shape(B, D, L, W), Layout::channel_first, r.range(0, 1),
+                               true, r.range(0, 1), false);
+    SCOPED_TRACE(describe(p));
+    // Cut points: random, with pieces of 1 and 2 steps (shorter than W-1 = 3 at W = 4) among them.
+    std::vector<int64_t> cuts{0, 1, 3};
+    for (int64_t t = 4; t < L; ++t)
+      if (r.range(0, 3) == 0) cuts.push_back(t);
+    cuts.push_back(L);
+    const size_t K = cuts.size() - 1;
+    auto piece = [&](const std::vector<double>& v, size_t c) {  // [B, D, L] -> [B, D, len]
+      std::vector<double> out;
+      for (int64_t bd = 0; bd < B * D; ++bd)
+        out.insert(out.end(), v.begin() + bd * L + cuts[c], v.begin() + bd * L + cuts[c + 1]);
+      return out;
+    };
+    auto put = [&](std::vector<double>& v, size_t c, const std::vector<double>& part) {
+      const int64_t len = cuts[c + 1] - cuts[c];
+      for (int64_t bd = 0; bd < B * D; ++bd)
+        std::copy(part.begin() + bd * len, part.begin() + (bd + 1) * len,
+                  v.begin() + bd * L + cuts[c]);
+    };
+    std::vector<Problem> chunks(K);
+    std::vector<double> out(p.x.size()), states = p.init;
+    for (size_t c = 0; c < K; ++c) {
+      Problem& q = chunks[c];
+      q = p;
+      q.shape.seqlen = cuts[c + 1] - cuts[c];
+      q.x = piece(p.x, c);
+      q.init = states;
+      const ForwardResult f = forward(q);
+      put(out, c, f.out);
+      states = f.final_states;
+    }
+    const ForwardResult one = forward(p);
+    expect_exact(out, one.out, "out, chunks against one pass");
+    expect_exact(states, one.final_states, "final states, chunks against one pass");
+
+    const std::vector<double> dout = random_vec(r, p.shape.elements()),
+                              dfinal = random_vec(r, p.states());
+    const Grads whole = backward(p, dout, dfinal);
+    std::vector<double> dx(p.x.size()), dweight(p.weight.size(), 0.0), dbias(D, 0.0), dstates = dfinal;
+    for (size_t c = K; c-- > 0;) {
+      const Grads g = backward(chunks[c], piece(dout, c), dstates);
+      put(dx, c, g.dx);
+      for (size_t i = 0; i < dweight.size(); ++i) dweight[i] += g.dweight[i];
+      for (size_t i = 0; i < dbias.size(); ++i) dbias[i] += g.dbias[i];
+      dstates = g.dinit;
+    }
+    expect_close(dx, whole.dx, 1e-13, 1e-13, "dx, chunks against one pass");
+    expect_close(dstates, whole.dinit, 1e-13, 1e-13, "dinitial_states, chunks against one pass");
+    expect_close(dweight, whole.dweight, 1e-12, 1e-12, "dweight, chunks against one pass");
+    if (!p.bias.empty()) expect_close(dbias, whole.dbias, 1e-12, 1e-12, "dbias");
+  }
+}
+
 TEST(ReferenceErrors, BadSizesAndNullPointers) {
   const Problem good = tiny({1, 2, 3}, {1, 2});
   std::vector<double> out(3), dout(3, 1.0), dx(3);
@@ -886,6 +987,96 @@ TEST(ReferenceVarlen, MatchesPackedRowAndSeparateSequences) {
       if (std::find(slots.begin(), slots.end(), c) != slots.end()) continue;
       for (int64_t i = 0; i < D * S; ++i)
         EXPECT_EQ(finals[c * D * S + i], cache[c * D * S + i]) << "cache row " << c;
+    }
+  }
+}
+
+// The varlen backward against central finite differences of
+//   sum(out * dout) + sum over the cache rows the forward writes of (row * dfinal),
+// with respect to x, the filters and the cache rows it reads.
+TEST(ReferenceVarlen, BackwardMatchesFiniteDifferences) {
+  TestRng r(78);
+  for (int iter = 0; iter < 24; ++iter) {
+    const int W = static_cast<int>(r.range(1, 4));
+    const int64_t D = r.range(1, 3), N = r.range(1, 5), S = W - 1;
+    std::vector<int32_t> cu{0};
+    for (int64_t n = 0; n < N; ++n) cu.push_back(cu.back() + static_cast<int32_t>(r.range(0, 4)));
+    const int64_t total = cu.back(), C = N + 1;
+    const bool states = r.range(0, 1), silu = r.range(0, 1);
+    std::vector<double> x = random_vec(r, total * D, -3, 3), w = random_vec(r, D * W),
+                        bias = random_vec(r, D), cache = random_vec(r, C * D * S);
+    std::vector<int32_t> slots(static_cast<size_t>(N));
+    for (int64_t n = 0; n < N; ++n) slots[n] = r.range(0, 3) == 0 ? -1 : static_cast<int32_t>(N - n);
+    const std::vector<double> dout = random_vec(r, total * D);
+    std::vector<double> dfinal(static_cast<size_t>(C * D * S), 0.0);  // 0 on rows nobody writes
+    for (int32_t slot : slots)
+      if (slot >= 0)
+        for (int64_t i = 0; i < D * S; ++i) dfinal[slot * D * S + i] = r.uniform(-1, 1);
+    SCOPED_TRACE("W=" + std::to_string(W) + " D=" + std::to_string(D) + " N=" + std::to_string(N) +
+                 (states ? " states" : "") + (silu ? " silu" : ""));
+
+    auto problem = [&] {
+      conv1d::RefVarlen v;
+      v.dim = D;
+      v.width = W;
+      v.x = x.data();
+      v.weight = w.data();
+      v.bias = bias.data();
+      v.cu_seqlens = cu.data();
+      v.sequences = N;
+      v.states = states ? cache.data() : nullptr;
+      v.state_indices = slots.data();
+      v.silu = silu;
+      return v;
+    };
+    auto objective = [&] {
+      std::vector<double> out(static_cast<size_t>(total * D)), finals = cache;
+      conv1d::reference_varlen_forward(problem(), out.data(), finals.data());
+      double f = 0.0;
+      for (size_t i = 0; i < out.size(); ++i) f += out[i] * dout[i];
+      for (size_t i = 0; i < finals.size(); ++i) f += finals[i] * dfinal[i];
+      return f;
+    };
+    const double nan = std::nan("");
+    std::vector<double> dx(x.size(), nan), dw(w.size(), nan), db(bias.size(), nan),
+        dstates(cache.size(), nan);
+    conv1d::RefVarlenGrads g;
+    g.dx = dx.data();
+    g.dweight = dw.data();
+    g.dbias = db.data();
+    g.dstates = dstates.data();
+    conv1d::reference_varlen_backward(problem(), dout.data(), dfinal.data(), g);
+
+    auto check = [&](std::vector<double>& param, const std::vector<double>& analytic,
+                     const std::string& what, int64_t only_row = -1) {
+      const double h = 1e-6;
+      for (size_t i = 0; i < param.size(); ++i) {
+        if (only_row >= 0 && int64_t(i) / (D * S) != only_row) continue;
+        const double keep = param[i];
+        param[i] = keep + h;
+        const double fp = objective();
+        param[i] = keep - h;
+        const double fm = objective();
+        param[i] = keep;
+        const double fd = (fp - fm) / (2 * h);
+        EXPECT_NEAR(analytic[i], fd, 1e-6 * (1.0 + std::fabs(fd))) << what << "[" << i << "]";
+      }
+    };
+    check(x, dx, "dx");
+    check(w, dw, "dweight");
+    check(bias, db, "dbias");
+    for (int64_t n = 0; n < N; ++n) {
+      if (slots[n] < 0) continue;
+      if (states) {
+        check(cache, dstates, "dstates of sequence " + std::to_string(n), slots[n]);
+      } else {  // without states: the gradient at the zeros, finite (their value is not an input)
+        for (int64_t i = 0; i < D * S; ++i) EXPECT_TRUE(std::isfinite(dstates[slots[n] * D * S + i]));
+      }
+    }
+    // Rows no sequence uses are left as they were.
+    for (int64_t c = 0; c < C; ++c) {
+      if (std::find(slots.begin(), slots.end(), c) != slots.end()) continue;
+      for (int64_t i = 0; i < D * S; ++i) EXPECT_TRUE(std::isnan(dstates[c * D * S + i]));
     }
   }
 }
