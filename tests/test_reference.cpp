@@ -903,33 +903,41 @@ TEST(ReferenceErrors, BadSizesAndNullPointers) {
             std::string::npos);
 }
 
-}  // namespace
+// A random variable-length batch: N sequences (some empty) over `total` tokens of D channels,
+// cache rows in reverse order of the sequences plus one row nobody uses; with no_state_one_in = k > 0,
+// about one sequence in k has no row (index -1).
+struct VarlenCase {
+  int W = 1;
+  int64_t D = 1, N = 1, S = 0, C = 1, total = 0;
+  bool states = false, silu = false;
+  std::vector<int32_t> cu, slots;
+  std::vector<double> x, w, bias, cache;
 
-// ---------------------------------------------------------------------------------------------
-// Variable-length batches. Without states, a varlen batch is one channel-last row whose seq_idx
-// numbers the sequences. With states, each sequence is a B = 1 problem of its own, starting from
-// its cache row (or zeros where its index is negative) and leaving its final state there.
-
-TEST(ReferenceVarlen, MatchesPackedRowAndSeparateSequences) {
-  TestRng r(77);
-  for (int iter = 0; iter < 60; ++iter) {
-    const int W = static_cast<int>(r.range(1, 4));
-    const int64_t D = r.range(1, 5), N = r.range(1, 6), S = W - 1;
-    std::vector<int32_t> cu{0};
-    for (int64_t n = 0; n < N; ++n) cu.push_back(cu.back() + static_cast<int32_t>(r.range(0, 5)));
-    if (cu.back() == 0) cu.back() = 1;  // one token at least (the row form needs L >= 1)
-    const int64_t total = cu.back();
-    const bool states = r.range(0, 1), silu = r.range(0, 1);
-    const std::vector<double> x = random_vec(r, total * D), w = random_vec(r, D * W),
-                              bias = random_vec(r, D);
-    // Cache rows in reverse order of the sequences, one row more than needed (nobody's, untouched);
-    // with states, about one sequence in three has none (index -1).
-    const int64_t C = N + 1;
-    const std::vector<double> cache = random_vec(r, C * D * S);
-    std::vector<int32_t> slots(static_cast<size_t>(N));
+  VarlenCase(TestRng& r, int64_t max_dim, int64_t max_seqs, int64_t max_len, bool at_least_one,
+             int no_state_one_in, double x_scale) {
+    W = static_cast<int>(r.range(1, 4));
+    D = r.range(1, max_dim);
+    N = r.range(1, max_seqs);
+    S = W - 1;
+    C = N + 1;
+    cu = {0};
     for (int64_t n = 0; n < N; ++n)
-      slots[n] = states && r.range(0, 2) == 0 ? -1 : static_cast<int32_t>(N - n);
-
+      cu.push_back(cu.back() + static_cast<int32_t>(r.range(0, max_len)));
+    if (at_least_one && cu.back() == 0) cu.back() = 1;
+    total = cu.back();
+    states = r.range(0, 1);
+    silu = r.range(0, 1);
+    x = random_vec(r, total * D, -x_scale, x_scale);
+    w = random_vec(r, D * W);
+    bias = random_vec(r, D);
+    cache = random_vec(r, C * D * S);
+    slots.resize(static_cast<size_t>(N));
+    for (int64_t n = 0; n < N; ++n)
+      slots[n] = no_state_one_in > 0 && r.range(0, no_state_one_in - 1) == 0
+                     ? -1
+                     : static_cast<int32_t>(N - n);
+  }
+  conv1d::RefVarlen view() const {
     conv1d::RefVarlen v;
     v.dim = D;
     v.width = W;
@@ -941,6 +949,32 @@ TEST(ReferenceVarlen, MatchesPackedRowAndSeparateSequences) {
     v.states = states ? cache.data() : nullptr;
     v.state_indices = slots.data();
     v.silu = silu;
+    return v;
+  }
+  std::string describe() const {
+    return "W=" + std::to_string(W) + " D=" + std::to_string(D) + " N=" + std::to_string(N) +
+           (states ? " states" : "") + (silu ? " silu" : "");
+  }
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Variable-length batches. Without states, a varlen batch is one channel-last row whose seq_idx
+// numbers the sequences. With states, each sequence is a B = 1 problem of its own, starting from
+// its cache row (or zeros where its index is negative) and leaving its final state there.
+
+TEST(ReferenceVarlen, MatchesPackedRowAndSeparateSequences) {
+  TestRng r(77);
+  for (int iter = 0; iter < 60; ++iter) {
+    VarlenCase vc(r, 5, 6, 5, true, 3, 1.0);  // about one sequence in three without a cache row
+    SCOPED_TRACE(vc.describe());
+    const int W = vc.W;
+    const int64_t D = vc.D, N = vc.N, S = vc.S, C = vc.C, total = vc.total;
+    const bool states = vc.states, silu = vc.silu;
+    const std::vector<int32_t>&cu = vc.cu, &slots = vc.slots;
+    const std::vector<double>&x = vc.x, &w = vc.w, &bias = vc.bias, &cache = vc.cache;
+    const conv1d::RefVarlen v = vc.view();
     std::vector<double> out(static_cast<size_t>(total * D), std::nan("")), finals = cache;
     conv1d::reference_varlen_forward(v, out.data(), finals.data());
 
@@ -997,41 +1031,20 @@ TEST(ReferenceVarlen, MatchesPackedRowAndSeparateSequences) {
 TEST(ReferenceVarlen, BackwardMatchesFiniteDifferences) {
   TestRng r(78);
   for (int iter = 0; iter < 24; ++iter) {
-    const int W = static_cast<int>(r.range(1, 4));
-    const int64_t D = r.range(1, 3), N = r.range(1, 5), S = W - 1;
-    std::vector<int32_t> cu{0};
-    for (int64_t n = 0; n < N; ++n) cu.push_back(cu.back() + static_cast<int32_t>(r.range(0, 4)));
-    const int64_t total = cu.back(), C = N + 1;
-    const bool states = r.range(0, 1), silu = r.range(0, 1);
-    std::vector<double> x = random_vec(r, total * D, -3, 3), w = random_vec(r, D * W),
-                        bias = random_vec(r, D), cache = random_vec(r, C * D * S);
-    std::vector<int32_t> slots(static_cast<size_t>(N));
-    for (int64_t n = 0; n < N; ++n) slots[n] = r.range(0, 3) == 0 ? -1 : static_cast<int32_t>(N - n);
+    VarlenCase vc(r, 3, 5, 4, false, 4, 3.0);  // inputs in [-3, 3]: SiLU far from linear
+    SCOPED_TRACE(vc.describe());
+    const int64_t D = vc.D, N = vc.N, S = vc.S, C = vc.C, total = vc.total;
+    const bool states = vc.states;
+    const std::vector<int32_t>& slots = vc.slots;
+    std::vector<double>&x = vc.x, &w = vc.w, &bias = vc.bias, &cache = vc.cache;
     const std::vector<double> dout = random_vec(r, total * D);
     std::vector<double> dfinal(static_cast<size_t>(C * D * S), 0.0);  // 0 on rows nobody writes
     for (int32_t slot : slots)
       if (slot >= 0)
         for (int64_t i = 0; i < D * S; ++i) dfinal[slot * D * S + i] = r.uniform(-1, 1);
-    SCOPED_TRACE("W=" + std::to_string(W) + " D=" + std::to_string(D) + " N=" + std::to_string(N) +
-                 (states ? " states" : "") + (silu ? " silu" : ""));
-
-    auto problem = [&] {
-      conv1d::RefVarlen v;
-      v.dim = D;
-      v.width = W;
-      v.x = x.data();
-      v.weight = w.data();
-      v.bias = bias.data();
-      v.cu_seqlens = cu.data();
-      v.sequences = N;
-      v.states = states ? cache.data() : nullptr;
-      v.state_indices = slots.data();
-      v.silu = silu;
-      return v;
-    };
     auto objective = [&] {
       std::vector<double> out(static_cast<size_t>(total * D)), finals = cache;
-      conv1d::reference_varlen_forward(problem(), out.data(), finals.data());
+      conv1d::reference_varlen_forward(vc.view(), out.data(), finals.data());
       double f = 0.0;
       for (size_t i = 0; i < out.size(); ++i) f += out[i] * dout[i];
       for (size_t i = 0; i < finals.size(); ++i) f += finals[i] * dfinal[i];
@@ -1045,7 +1058,7 @@ TEST(ReferenceVarlen, BackwardMatchesFiniteDifferences) {
     g.dweight = dw.data();
     g.dbias = db.data();
     g.dstates = dstates.data();
-    conv1d::reference_varlen_backward(problem(), dout.data(), dfinal.data(), g);
+    conv1d::reference_varlen_backward(vc.view(), dout.data(), dfinal.data(), g);
 
     auto check = [&](std::vector<double>& param, const std::vector<double>& analytic,
                      const std::string& what, int64_t only_row = -1) {
