@@ -109,7 +109,7 @@ std::string help_text(const ChapterSpec& spec, const std::vector<ExtraFlag>& ext
   std::ostringstream o;
   const Options& d = spec.defaults;
   o << spec.exe_name() << ": chapter " << spec.number << " - " << spec.title << "\n\n"
-    << "Runs the causal depthwise conv1d " << (spec.backward ? "backward" : "forward")
+    << "Runs the causal depthwise conv1d " << spec.pass
     << ", verifies it against the fp64 CPU reference and reports\n"
     << "where the time goes. Exit codes: 0 verified, 1 failed, 2 bad input, 77 no GPU.\n\n"
     << "usage: " << spec.exe_name() << " [flags]   (--flag VALUE or --flag=VALUE)\n";
@@ -136,7 +136,8 @@ std::string help_text(const ChapterSpec& spec, const std::vector<ExtraFlag>& ext
                          std::to_string(d.warmup) + ")");
   line("--seed N", "seed of the random inputs (default " + std::to_string(d.seed) + ")");
   line("--save-npy DIR",
-       spec.backward ? "write the inputs, the outputs and the references as .npy files into DIR"
+       spec.pass != "forward"
+           ? "write the inputs, the outputs and the references as .npy files into DIR"
                      : "write x, weight, bias, out and the reference as .npy files into DIR");
   line("--profile-csv PREFIX", "write phase records to PREFIX_stats.csv and PREFIX_trace.csv");
   line("--summary FILE", "append one tab-separated result line per variant (used by the tour)");

@@ -43,8 +43,9 @@ struct ChapterSpec {
   std::string title;   // one line for --help and the tour
   std::vector<Dtype> dtypes{Dtype::fp32, Dtype::fp16};
   bool bias = false, silu = false;
-  bool backward =
-      false;  // the chapter runs the backward pass (dx, dweight, dbias): says so in --help
+  // What the chapter runs, for --help: "forward", "backward" (dx, dweight, dbias) or "forward and
+  // backward".
+  std::string pass = "forward";
   Options defaults{};
   std::string exe_name() const { return "ch" + number + "_" + name; }
 };

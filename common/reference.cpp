@@ -341,9 +341,12 @@ void reference_varlen_backward(const RefVarlen& p, const double* dout, const dou
   require(p.cu_seqlens[0] == 0, "cu_seqlens must start at 0");
   require(dout != nullptr || p.cu_seqlens[p.sequences] == 0, "dout must not be null");
   const int64_t D = p.dim, W = p.width, S = W - 1;
-  if (g.dweight) std::fill(g.dweight, g.dweight + D * W, 0.0);
-  if (g.dbias) std::fill(g.dbias, g.dbias + D, 0.0);
+  for (double* sum : {g.dweight, g.dweight_sq})
+    if (sum) std::fill(sum, sum + D * W, 0.0);
+  for (double* sum : {g.dbias, g.dbias_sq})
+    if (sum) std::fill(sum, sum + D, 0.0);
   std::vector<double> dw(static_cast<size_t>(D * W)), db(static_cast<size_t>(D)),
+      dw_sq(static_cast<size_t>(D * W)), db_sq(static_cast<size_t>(D)),
       dinit(static_cast<size_t>(D * S)), zeros(static_cast<size_t>(D * S), 0.0);
   for (int64_t n = 0; n < p.sequences; ++n) {
     const int64_t start = p.cu_seqlens[n], len = p.cu_seqlens[n + 1] - start;
@@ -365,11 +368,17 @@ void reference_varlen_backward(const RefVarlen& p, const double* dout, const dou
       rg.dweight = g.dweight ? dw.data() : nullptr;
       rg.dbias = g.dbias ? db.data() : nullptr;
       rg.dinitial_states = dinit.data();
+      rg.dweight_sq = g.dweight_sq ? dw_sq.data() : nullptr;
+      rg.dbias_sq = g.dbias_sq ? db_sq.data() : nullptr;
       reference_backward(one, dout + start * D, rg, dfs);
-      if (g.dweight)
-        for (int64_t i = 0; i < D * W; ++i) g.dweight[i] += dw[i];
-      if (g.dbias)
-        for (int64_t i = 0; i < D; ++i) g.dbias[i] += db[i];
+      auto add = [](double* total, const std::vector<double>& part) {
+        if (total)
+          for (size_t i = 0; i < part.size(); ++i) total[i] += part[i];
+      };
+      add(g.dweight, dw);
+      add(g.dbias, db);
+      add(g.dweight_sq, dw_sq);
+      add(g.dbias_sq, db_sq);
     } else {  // the state passed straight through
       std::copy(dfs, dfs + D * S, dinit.begin());
     }

@@ -99,10 +99,12 @@ void reference_varlen_forward(const RefVarlen& p, double* out, double* final_sta
 // are left as they are. dweight and dbias (optional) are sums over the sequences, in order; a
 // length-0 sequence passes dfinal_states straight through to dstates.
 struct RefVarlenGrads {
-  double* dx = nullptr;       // [total, D]
-  double* dweight = nullptr;  // [D, W]
-  double* dbias = nullptr;    // [D]
-  double* dstates = nullptr;  // [C, D, W-1]
+  double* dx = nullptr;          // [total, D]
+  double* dweight = nullptr;     // [D, W]
+  double* dbias = nullptr;       // [D]
+  double* dstates = nullptr;     // [C, D, W-1]
+  double* dweight_sq = nullptr;  // [D, W]: the sums of squared terms, as in RefGrads
+  double* dbias_sq = nullptr;    // [D]
 };
 void reference_varlen_backward(const RefVarlen& p, const double* dout, const double* dfinal_states,
                                const RefVarlenGrads& g);

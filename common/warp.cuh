@@ -44,4 +44,13 @@ __device__ __forceinline__ uint32_t shuffle(uint32_t v, int src) {
 #endif
 }
 
+// True on every lane when `p` holds on every lane of the warp (a vote: every lane must call it).
+__device__ __forceinline__ bool warp_all(bool p) {
+#if defined(CONV1D_BACKEND_HIP)
+  return __all(p);
+#else
+  return __all_sync(0xFFFFFFFFu, p);
+#endif
+}
+
 }  // namespace conv1d

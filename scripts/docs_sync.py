@@ -79,7 +79,8 @@ def select(path, where):
         col, _, value = cond.partition(":")
         if col not in rows[0]:
             raise DocError(f"{path}: no column {col}")
-        rows = [r for r in rows if r[col] == value.replace("+", " ").replace("%2C", ",")]
+        value = value.replace("+", " ").replace("%2C", ",").replace("%3C", "<").replace("%3E", ">")
+        rows = [r for r in rows if r[col] == value]
     return rows
 
 
@@ -108,7 +109,7 @@ def results_phases(path, opts):
 def results_tsv(path, opts):
     """Any tab-separated file with a header, as a table: columns=a,b,c keeps those columns,
     where=col:value[,col:value...] keeps the rows whose columns hold those values ("+" in a value
-    stands for a space, "%2C" for a comma)."""
+    stands for a space, "%2C" for a comma, "%3C" and "%3E" for < and >)."""
     rows = select(path, opts.get("where", ""))
     if not rows:
         raise DocError(f"{path}: no rows match {opts.get('where')}")

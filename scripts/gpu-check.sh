@@ -77,9 +77,18 @@ wants chapters && for exe in $chapters; do
   else
     row "$name" "default shape" FAIL "see results/${name}_default.log"
   fi
+  shapes=("--batch 3 --dim 37 --seqlen 101 --width 3" "--batch 1 --dim 1000 --seqlen 3 --width 4"
+          "--batch 2 --dim 257 --seqlen 1031 --width 2")
+  sanitizer_shape="--batch 2 --dim 40 --seqlen 67 --width 4"
+  # Chapter 11's --seqlen is the new tokens of one decoding step, at most 8 (CMake's ODD_SEQLEN
+  # does the same for its CTest runs).
+  if [[ $name == ch11_decode_update ]]; then
+    shapes=("--batch 3 --dim 37 --seqlen 7 --width 3" "--batch 1 --dim 1000 --seqlen 3 --width 4"
+            "--batch 2 --dim 257 --seqlen 8 --width 2")
+    sanitizer_shape="--batch 2 --dim 40 --seqlen 5 --width 4"
+  fi
   for dt in $dtypes; do
-    for shape in "--batch 3 --dim 37 --seqlen 101 --width 3" "--batch 1 --dim 1000 --seqlen 3 --width 4" \
-                 "--batch 2 --dim 257 --seqlen 1031 --width 2"; do
+    for shape in "${shapes[@]}"; do
       tag="$dt ${shape//--/}"
       if "$exe" $shape --dtype "$dt" --iters 2 --warmup 1 >> "$out/logs/${name}_shapes.log" 2>&1; then
         row "$name" "$tag" pass
@@ -106,7 +115,8 @@ wants chapters && for exe in $chapters; do
     ok=1
     : > "$log"
     for v in "${variant_runs[@]}"; do
-      compute-sanitizer --tool "$tool" --error-exitcode 99 "$exe" --batch 2 --dim 40 --seqlen 67 --width 4 \
+      # shellcheck disable=SC2086  # $sanitizer_shape is a list of flags
+      compute-sanitizer --tool "$tool" --error-exitcode 99 "$exe" $sanitizer_shape \
         --iters 1 --warmup 0 ${v:+--variant "$v"} >> "$log" 2>&1 || ok=0
     done
     if ((ok)); then
@@ -139,11 +149,12 @@ bench_run() {
   fi
 }
 
-# resources_table STEP EXE REGEX OUT_TXT: registers, stack and local memory of EXE's kernels whose
-# names match REGEX (cuobjdump, demangled) in OUT_TXT, the table beside it as .tsv; a row that fails
-# if a kernel has a stack frame or local memory.
+# resources_table STEP EXE REGEX OUT_TXT [CALLS_REGEX]: registers, stack and local memory of EXE's
+# kernels whose names match REGEX (cuobjdump, demangled) in OUT_TXT, the table beside it as .tsv; a
+# row that fails if a kernel has a stack frame or local memory, but for kernels matching
+# CALLS_REGEX, whose rare paths are calls out of line (their frames: chapter 10's packed kernels).
 resources_table() {
-  local step=$1 exe=$2 regex=$3 txt=$4
+  local step=$1 exe=$2 regex=$3 txt=$4 calls=${5:-^$}
   {
     echo "# cuobjdump --dump-resource-usage, $(basename "$exe")'s kernels (demangled)"
     cuobjdump --dump-resource-usage "$exe" | grep -A1 -E "Function .*($regex)" | grep -v '^--' | paste - - |
@@ -153,8 +164,9 @@ resources_table() {
       done
   } > "$txt" 2>&1
   python3 "$root/scripts/result_tables.py" resources "$txt" "${txt%.txt}.tsv" || true
-  if grep -q '^REG' "$txt" && ! awk '/^REG/ && ($4 > 0 || $6 > 0) {bad = 1} END {exit !bad}' "$txt"; then
-    row "$step" "registers and local memory (cuobjdump)" pass "$(grep -c '^REG' "$txt") kernels, no stack, no local memory"
+  if grep -q '^REG' "$txt" && ! grep '^REG' "$txt" | grep -vE "$calls" |
+       awk '($4 > 0 || $6 > 0) {bad = 1} END {exit !bad}'; then
+    row "$step" "registers and local memory (cuobjdump)" pass "$(grep -c '^REG' "$txt") kernels, no stack, no local memory$([[ $calls != '^$' ]] && echo " (but the calls of $(grep '^REG' "$txt" | grep -cE "$calls") packed ones)")"
   else
     row "$step" "registers and local memory (cuobjdump)" FAIL "see results/$(basename "$txt")"
   fi

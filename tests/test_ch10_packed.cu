@@ -1,14 +1,16 @@
-// Chapter 10 (packed sequences and state passing) against the fp64 reference: the rows form in both
-// layouts (seq_idx with padding and sequences of length 0 and 1, initial states, final states),
-// the varlen form (random packings, a state cache read and written in place, negative indices),
-// and chunked runs that must give the one-pass results bit for bit, including chunks shorter than
-// the W-1 states. The host-side parsing and packing run without a GPU.
+// Chapter 10 (packed sequences and state passing) against the fp64 reference, forward and backward:
+// the rows form in both layouts (seq_idx with padding and sequences of length 0 and 1, initial
+// states, final states, their gradients), the varlen form (random packings, a state cache read and
+// written in place, negative indices, each cache row's gradient), and chunked runs that must give
+// the one-pass results bit for bit (outputs, final states, dx, the initial states' gradient),
+// including chunks shorter than the W-1 states. The host-side parsing and packing run without a GPU.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <string>
 #include <vector>
 
+#include "chapters/10_packed_sequences/backward.cuh"
 #include "chapters/10_packed_sequences/forward.cuh"
 #include "chapters/10_packed_sequences/packing.h"
 #include "common/buffers.h"
@@ -62,8 +64,7 @@ RowsResult run_rows(const Options& o, const Packed& p, Layout l, int vectors, in
   const HostArray& states = init ? *init : p.init;
   DeviceBuffer dx = upload(x), dw = upload(p.in.weight), db = upload(p.in.bias),
                dinit = upload(states), dseq = upload_vec(p.seq_idx), out(x.bytes()),
-               fin(size_t(o.batch * o.dim * (o.width - 1)) * dtype_bytes(o.dtype)),
-               masks(size_t(o.batch * L));
+               fin(size_t(o.batch * o.dim * (o.width - 1)) * dtype_bytes(o.dtype));
   out.poison();
   fin.poison();
   dispatch_storage(o.dtype, [&](auto tag) {
@@ -72,7 +73,6 @@ RowsResult run_rows(const Options& o, const Packed& p, Layout l, int vectors, in
                                 o.bias ? db.get<const T>() : nullptr, out.get<T>(), o.batch,
                                 o.dim, L, o.silu};
     const Forward<T> f = rows_forward(a, l, p.seq_idx.empty() ? nullptr : dseq.get<const int32_t>(),
-                                      masks.get<uint8_t>(),
                                       states.empty() ? nullptr : dinit.get<const T>(), fin.get<T>());
     launch_forward(f, o.width, vectors, rows, now);
   });
@@ -196,8 +196,9 @@ TEST(Ch10Rows, MatchesReference) {
     spec.varlen = false;
     Packed p;
     ASSERT_EQ(make_packed(o, spec, &p), "") << describe(o, lens, init);
-    const int vectors = std::vector<int>{1, 2, 4, 8}[rng.range(0, 3)];
-    const int rows = std::vector<int>{8, 16, 32}[rng.range(0, 2)];
+    // (The launch choices chapter 10's kernels are compiled for: ch08::compiled.)
+    const int vectors = int(rng.range(1, 2));
+    const int rows = std::vector<int>{8, 16, 32}[rng.range(0, o.dtype == Dtype::fp32 ? 2 : 1)];
     for (Layout l : {Layout::channel_first, Layout::channel_last}) {
       SCOPED_TRACE(describe(o, lens, init) + " " + layout_name(l) + " vectors " +
                    std::to_string(vectors) + " rows " + std::to_string(rows));
@@ -298,13 +299,13 @@ TEST(Ch10Varlen, MatchesReference) {
     spec.rows = false;
     Packed p;
     ASSERT_EQ(make_packed(o, spec, &p), "") << describe(o, lens, init);
-    const int rows = std::vector<int>{8, 16, 32}[rng.range(0, 2)];
+    const int rows = std::vector<int>{8, 16, 32}[rng.range(0, o.dtype == Dtype::fp32 ? 2 : 1)];
     SCOPED_TRACE(describe(o, lens, init) + " rows " + std::to_string(rows));
 
     const int64_t total = o.batch * o.seqlen;
     DeviceBuffer dx = upload(p.x_last), dw = upload(p.in.weight), db = upload(p.in.bias),
                  cu = upload_vec(p.cu_seqlens), slots = upload_vec(p.slots),
-                 cache = upload(p.cache), out(p.x_last.bytes()), masks{size_t(total)};
+                 cache = upload(p.cache), out(p.x_last.bytes());
     out.poison();
     dispatch_storage(o.dtype, [&](auto tag) {
       using T = device_t<typename decltype(tag)::type>;
@@ -312,8 +313,7 @@ TEST(Ch10Varlen, MatchesReference) {
                                   o.bias ? db.get<const T>() : nullptr, out.get<T>(), 1, o.dim,
                                   total, o.silu};
       launch_forward(varlen_forward(a, cu.get<const int32_t>(), int32_t(p.lens.size()),
-                                    slots.get<const int32_t>(), cache.get<T>(), init,
-                                    masks.get<uint8_t>()),
+                                    slots.get<const int32_t>(), cache.get<T>(), init),
                      o.width, 1, rows, now);
     });
     GPU_CHECK(cudaDeviceSynchronize());
@@ -325,5 +325,269 @@ TEST(Ch10Varlen, MatchesReference) {
     EXPECT_TRUE(r.ok()) << r.summary() << "\n" << r.details();
     const VerifyReport c = verify("state cache", got_cache, p.ref_cache, Tolerance{0, 0});
     EXPECT_TRUE(c.ok()) << c.summary() << "\n" << c.details();
+  }
+}
+
+TEST(Ch10Host, RefusesOverlappingRowStates) {
+  // The rows form's final states are written while other threads may still read initial states:
+  // the two may not overlap (the varlen cache is the in-place form). Refused before any launch.
+  float buffer[64] = {};
+  ch08::DirectArgs<float> a{buffer, buffer, nullptr, buffer, 2, 3, 5, false};
+  const Forward<float> f = rows_forward(a, Layout::channel_first, nullptr, buffer + 4, buffer + 8);
+  EXPECT_THROW(launch_forward(f, 4, 1, 8, now), std::invalid_argument);
+  EXPECT_FALSE(ch10::overlap(buffer, 72, buffer + 18, 72));
+  EXPECT_TRUE(ch10::overlap(buffer, 72, buffer + 17, 72));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The backward: dx, dweight, dbias and the states' gradients against the fp64 reference.
+
+namespace {
+
+// One backward run's results: dx in channel-first order ([B, D, L] or the varlen [total, D]).
+struct Grads {
+  HostArray dx;
+  std::vector<float> dweight, dbias, dstates;
+};
+
+template <class V>
+std::vector<V> download_vec(const void* device, size_t n) {
+  std::vector<V> v(n);
+  GPU_CHECK(cudaMemcpy(v.data(), device, n * sizeof(V), cudaMemcpyDeviceToHost));
+  return v;
+}
+
+// Launches `b` (its partial-sum buffer allocated here) and copies dweight and dbias back.
+template <class T>
+void run_backward(Backward<T> b, int width, BwdChoices c, Grads* g) {
+  c.access_bytes = backward_choices(b.args, 1).access_bytes;
+  DeviceBuffer partials(size_t(partial_floats(backward_partials(b, width, c), b.args.dim, width)) *
+                        sizeof(float));
+  partials.poison();
+  b.args.partials = partials.get<float>();
+  launch_backward(b, width, c, now);
+  GPU_CHECK(cudaDeviceSynchronize());
+  g->dweight = download_vec<float>(b.args.dweight, size_t(b.args.dim * width));
+  g->dbias = download_vec<float>(b.args.dbias, size_t(b.args.dim));
+}
+
+// The rows form's backward of `p` in layout l with launch choices c; the time steps [start,
+// start + len) only when len > 0, starting from `init` and receiving `dfinal` instead of p's.
+Grads run_rows_backward(const Options& o, const Packed& p, Layout l, const BwdChoices& c,
+                        const HostArray* init = nullptr, const std::vector<float>* dfinal = nullptr,
+                        int64_t start = 0, int64_t len = 0) {
+  const bool cl = l == Layout::channel_last;
+  const int64_t L = len > 0 ? len : o.seqlen, S = o.width - 1;
+  auto piece = [&](const HostArray& cf) {
+    const HostArray full = cl ? transposed(cf, o.batch, o.dim, o.seqlen) : cf;
+    return len > 0 ? chunk_of(full, l, o, start, len) : full;
+  };
+  const HostArray x = piece(p.in.x), g = piece(p.dout);
+  const HostArray& states = init ? *init : p.init;
+  const std::vector<float>& dfin = dfinal ? *dfinal : p.dfinal_rows;
+  const size_t n_states = size_t(o.batch * o.dim * S);
+  DeviceBuffer dx_in = upload(x), dg = upload(g), dw = upload(p.in.weight), db = upload(p.in.bias),
+               dinit = upload(states), dseq = upload_vec(p.seq_idx), dfin_d = upload_vec(dfin),
+               dx_out(x.bytes()), dinit_out(n_states * sizeof(float)),
+               dweight(size_t(o.dim * o.width) * sizeof(float)), dbias(size_t(o.dim) * sizeof(float));
+  for (DeviceBuffer* d : {&dx_out, &dinit_out, &dweight, &dbias}) d->poison();
+  Grads r;
+  dispatch_storage(o.dtype, [&](auto tag) {
+    using T = device_t<typename decltype(tag)::type>;
+    const ch09::BwdArgs<T> a{dx_in.get<const T>(), dg.get<const T>(), dw.get<const T>(),
+                             o.bias ? db.get<const T>() : nullptr, dx_out.get<T>(), nullptr,
+                             dweight.get<float>(), dbias.get<float>(), o.batch, o.dim, L, o.silu,
+                             false};
+    run_backward(rows_backward(a, l, p.seq_idx.empty() ? nullptr : dseq.get<const int32_t>(),
+                               states.empty() ? nullptr : dinit.get<const T>(),
+                               dfin.empty() ? nullptr : dfin_d.get<const float>(),
+                               dinit_out.get<float>()),
+                 o.width, c, &r);
+  });
+  r.dx = HostArray(o.dtype, x.size());
+  download(r.dx, dx_out);
+  if (cl) r.dx = transposed(r.dx, o.batch, L, o.dim);
+  r.dstates = download_vec<float>(dinit_out.get(), n_states);
+  return r;
+}
+
+void expect_gradients(const Options& o, const GradRef& want, const Grads& got,
+                      const std::vector<int64_t>& dims, const char* states_name) {
+  const std::vector<double> dw(got.dweight.begin(), got.dweight.end()),
+      db(got.dbias.begin(), got.dbias.end()), ds(got.dstates.begin(), got.dstates.end());
+  const VerifyReport rx = verify("dx", got.dx, want.dx, default_tolerance(o.dtype), dims);
+  EXPECT_TRUE(rx.ok()) << rx.summary() << "\n" << rx.details();
+  const VerifyReport rw = verify("dweight", dw, want.dweight, want.dweight_tol, {o.dim, o.width});
+  EXPECT_TRUE(rw.ok()) << rw.summary() << "\n" << rw.details();
+  const VerifyReport rb = verify("dbias", db, want.dbias, want.dbias_tol, {o.dim});
+  EXPECT_TRUE(rb.ok()) << rb.summary() << "\n" << rb.details();
+  const VerifyReport rs = verify(states_name, ds, want.dstates, default_tolerance(Dtype::fp32));
+  EXPECT_TRUE(rs.ok()) << rs.summary() << "\n" << rs.details();
+}
+
+// Launch choices chapter 10's kernels are compiled for (ch08::compiled); the access is the
+// chapter's own choice for the shape (run_backward).
+BwdChoices random_choices(Rng& rng, Dtype t) {
+  const bool fp32 = t == Dtype::fp32;
+  BwdChoices c;
+  c.vectors = std::vector<int>{1, 2, 4}[rng.range(0, fp32 ? 1 : 2)];
+  c.rows = std::vector<int>{16, 32, 64}[rng.range(0, fp32 ? 2 : 1)];
+  return c;
+}
+
+}  // namespace
+
+TEST(Ch10RowsBackward, MatchesReference) {
+  CONV1D_REQUIRE_GPU_OR_SKIP();
+  Rng rng(3030);
+  for (int trial = 0; trial < 50; ++trial) {
+    Options o = random_options(rng, trial, trial % 5 == 0 ? 600 : 140);
+    const std::string lens = random_lens_spec(rng, o.seqlen, true);
+    const bool init = rng.range(0, 1) == 1;
+    PackSpec spec;
+    spec.seq_lens = lens;
+    spec.initial_states = init;
+    spec.varlen = false;
+    spec.forward = false;
+    spec.backward = true;
+    Packed p;
+    ASSERT_EQ(make_packed(o, spec, &p), "") << describe(o, lens, init);
+    const BwdChoices c = random_choices(rng, o.dtype);
+    for (Layout l : {Layout::channel_first, Layout::channel_last}) {
+      SCOPED_TRACE(describe(o, lens, init) + " " + layout_name(l) + " vectors " +
+                   std::to_string(c.vectors) + " rows " + std::to_string(c.rows));
+      const Grads r = run_rows_backward(o, p, l, c);
+      expect_gradients(o, p.grad_rows, r, {o.batch, o.dim, o.seqlen}, "dinitial_states");
+      if (!p.seq_idx.empty())  // padding receives no gradient: exactly 0
+        expect_exact_zero_padding(o, p, r.dx);
+    }
+  }
+}
+
+TEST(Ch10RowsBackward, OneBatchManyShortSequencesWithStates) {
+  CONV1D_REQUIRE_GPU_OR_SKIP();
+  for (Dtype t : {Dtype::fp32, Dtype::bf16})
+    for (int w : {2, 3, 4}) {
+      const Options o = shape_options(1, 64, 333, w, t, true, true, 50 + w);
+      const std::string lens = "1,0,1,2,3,1,1,0,0,5,1,2,1,7,1,1,1,3,2,1,9,1,4,0,1";
+      PackSpec spec;
+      spec.seq_lens = lens;
+      spec.initial_states = true;
+      spec.varlen = false;
+      spec.forward = false;
+      spec.backward = true;
+      Packed p;
+      ASSERT_EQ(make_packed(o, spec, &p), "");
+      for (Layout l : {Layout::channel_first, Layout::channel_last}) {
+        SCOPED_TRACE(describe(o, lens, true) + " " + layout_name(l));
+        const Grads r = run_rows_backward(o, p, l, BwdChoices{2, 16});
+        expect_gradients(o, p.grad_rows, r, {o.batch, o.dim, o.seqlen}, "dinitial_states");
+        expect_exact_zero_padding(o, p, r.dx);
+      }
+    }
+}
+
+// Chunked training: the chunks run last to first, each receiving the next one's initial states'
+// gradient as its final states' gradient. dx and the first chunk's initial states' gradient are the
+// one pass's bits (the same products added in the same order); dweight and dbias are summed chunk
+// by chunk, so they agree within their tolerances.
+TEST(Ch10ChunksBackward, BitForBitTheOnePass) {
+  CONV1D_REQUIRE_GPU_OR_SKIP();
+  Rng rng(41);
+  int trial = 0;
+  for (int k : {2, 3, 7})
+    for (Dtype t : {Dtype::fp32, Dtype::fp16, Dtype::bf16})
+      for (int w : {2, 3, 4}) {
+        const int64_t L = rng.range(2 * k + 3, 300);
+        const Options o = shape_options(rng.range(1, 3), 8 * rng.range(1, 6), L, w, t,
+                                        rng.range(0, 1) == 1, rng.range(0, 1) == 1, ++trial);
+        PackSpec spec;
+        spec.seq_lens = "none";
+        spec.initial_states = rng.range(0, 1) == 1;
+        spec.chunks = k;
+        spec.varlen = false;
+        spec.forward = false;
+        spec.backward = true;
+        Packed p;
+        ASSERT_EQ(make_packed(o, spec, &p), "");
+        const BwdChoices c = random_choices(rng, o.dtype);
+        for (Layout l : {Layout::channel_first, Layout::channel_last}) {
+          SCOPED_TRACE(describe(o, "none", spec.initial_states) + " " + layout_name(l) +
+                       " K=" + std::to_string(k));
+          const Grads one = run_rows_backward(o, p, l, c);
+          Grads chunked;
+          chunked.dx = HostArray(o.dtype, one.dx.size());
+          chunked.dweight.assign(one.dweight.size(), 0.0f);
+          chunked.dbias.assign(one.dbias.size(), 0.0f);
+          std::vector<float> dfinal = p.dfinal_rows;
+          for (int64_t i = int64_t(p.chunk_lens.size()) - 1; i >= 0; --i) {
+            const Grads piece = run_rows_backward(o, p, l, c, &p.chunk_init[i], &dfinal,
+                                                  p.chunk_starts[i], p.chunk_lens[i]);
+            put_chunk(chunked.dx, piece.dx, Layout::channel_first, o, p.chunk_starts[i],
+                      p.chunk_lens[i]);
+            for (size_t j = 0; j < piece.dweight.size(); ++j) chunked.dweight[j] += piece.dweight[j];
+            for (size_t j = 0; j < piece.dbias.size(); ++j) chunked.dbias[j] += piece.dbias[j];
+            dfinal = piece.dstates;
+          }
+          chunked.dstates = dfinal;
+          EXPECT_TRUE(same_bits(chunked.dx, one.dx)) << "dx differs from one pass";
+          EXPECT_TRUE(same_bits(chunked.dstates, one.dstates))
+              << "the initial states' gradient differs from one pass";
+          expect_gradients(o, p.grad_rows, chunked, {o.batch, o.dim, o.seqlen},
+                           "dinitial_states");
+        }
+      }
+}
+
+TEST(Ch10VarlenBackward, MatchesReference) {
+  CONV1D_REQUIRE_GPU_OR_SKIP();
+  Rng rng(5050);
+  for (int trial = 0; trial < 40; ++trial) {
+    Options o = random_options(rng, trial, trial % 5 == 0 ? 500 : 120);
+    std::string lens = random_lens_spec(rng, o.batch * o.seqlen, false);
+    if (lens.rfind("random:", 0) != 0) {  // an explicit list must cover every token: add the rest
+      int64_t sum = 0;
+      std::vector<int64_t> parsed;
+      ASSERT_EQ(parse_seq_lens(lens, o.batch * o.seqlen, 0, false, &parsed), "");
+      for (int64_t v : parsed) sum += v;
+      lens += "," + std::to_string(o.batch * o.seqlen - sum);
+    }
+    const bool init = rng.range(0, 1) == 1;
+    PackSpec spec;
+    spec.seq_lens = lens;
+    spec.initial_states = init;
+    spec.rows = false;
+    spec.forward = false;
+    spec.backward = true;
+    Packed p;
+    ASSERT_EQ(make_packed(o, spec, &p), "") << describe(o, lens, init);
+    const BwdChoices c = random_choices(rng, o.dtype);
+    SCOPED_TRACE(describe(o, lens, init) + " rows " + std::to_string(c.rows));
+
+    const int64_t total = o.batch * o.seqlen;
+    const std::vector<float> untouched(p.dfinal_cache.size(), kUntouched);
+    DeviceBuffer dx_in = upload(p.x_last), dg = upload(p.dout_last), dw = upload(p.in.weight),
+                 db = upload(p.in.bias), cu = upload_vec(p.cu_seqlens),
+                 slots = upload_vec(p.slots), cache = upload(p.cache),
+                 dfinal = upload_vec(p.dfinal_cache), dstates = upload_vec(untouched),
+                 dx_out(p.x_last.bytes()), dweight(size_t(o.dim * o.width) * sizeof(float)),
+                 dbias(size_t(o.dim) * sizeof(float));
+    for (DeviceBuffer* d : {&dx_out, &dweight, &dbias}) d->poison();
+    Grads r;
+    dispatch_storage(o.dtype, [&](auto tag) {
+      using T = device_t<typename decltype(tag)::type>;
+      const ch09::BwdArgs<T> a{dx_in.get<const T>(), dg.get<const T>(), dw.get<const T>(),
+                               o.bias ? db.get<const T>() : nullptr, dx_out.get<T>(), nullptr,
+                               dweight.get<float>(), dbias.get<float>(), 1, o.dim, total, o.silu,
+                               false};
+      run_backward(varlen_backward(a, cu.get<const int32_t>(), int32_t(p.lens.size()),
+                                   slots.get<const int32_t>(), cache.get<const T>(), init,
+                                   dfinal.get<const float>(), dstates.get<float>()),
+                   o.width, c, &r);
+    });
+    r.dx = HostArray(o.dtype, p.x_last.size());
+    download(r.dx, dx_out);
+    r.dstates = download_vec<float>(dstates.get(), p.dfinal_cache.size());
+    expect_gradients(o, p.grad_varlen, r, {total, o.dim}, "dstates (by cache row)");
   }
 }

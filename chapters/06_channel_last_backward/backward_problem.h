@@ -46,7 +46,7 @@ inline ChapterSpec chapter_spec() {
   s.title = "channel-last backward: dx, dweight, dbias with 64x64 shared-memory tiles and halos";
   s.dtypes = {Dtype::fp32, Dtype::fp16, Dtype::bf16};
   s.bias = s.silu = true;
-  s.backward = true;
+  s.pass = "backward";
   s.defaults.dtype = Dtype::bf16;
   return s;
 }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <stdexcept>
+#include <string>
 
 #include "chapters/08_direct_forward/direct_common.cuh"
 #include "common/launch.cuh"
@@ -14,11 +15,11 @@
 
 namespace conv1d::ch08 {
 
-// kMasked (chapter 10): with the tap masks of packed sequences (direct_common.cuh).
+// Seqs (chapter 10): where sequences begin (direct_common.cuh); chapter 08's rows are one each.
 // [docs:ch08_cf_chunked]
-template <class T, int W, int kVecs, bool kMasked = false>
+template <class T, int W, int kVecs, class Seqs = OneSequencePerRow>
 __global__ void conv_fwd_cf_chunked(DirectArgs<T> a, FastDivmod by_len, FastDivmod by_dim,
-                                    const uint8_t* __restrict__ masks) {
+                                    Seqs seqs) {
   constexpr int kPer = kPer16<T>;
   const int64_t n = a.elements();
   const int lane = threadIdx.x % kWarpLanes;
@@ -35,11 +36,6 @@ __global__ void conv_fwd_cf_chunked(DirectArgs<T> a, FastDivmod by_len, FastDivm
   CfSpot<W> spot[kVecs];  // and their filters, loaded while the vectors are on their way
 #pragma unroll
   for (int j = 0; j < kVecs; ++j) spot[j] = cf_spot<T, W>(a, by_len, by_dim, first_element(j));
-  Masks<kPer> mask[kVecs];  // (chapter 10) which taps of each output count
-  if constexpr (kMasked)
-#pragma unroll
-    for (int j = 0; j < kVecs; ++j)
-      mask[j] = cf_masks<T, W>(a, masks, by_len, by_dim, first_element(j), spot[j]);
   Bytes16 carry{};  // lane 0: the vector before its next one
   if (lane == 0 && chunk0 > 0 && chunk0 < n)
     carry = *reinterpret_cast<const Bytes16*>(a.x + chunk0 - kPer);
@@ -59,13 +55,14 @@ __global__ void conv_fwd_cf_chunked(DirectArgs<T> a, FastDivmod by_len, FastDivm
     const Vec<T, kPer> prev = bit_cast<Vec<T, kPer>>(below);
     carry = top;
     const int64_t e0 = first_element(j);
+    // Where sequences begin: the vector's span; with packed sequences (chapter 10), whether the
+    // whole warp's vectors are full (a vote: then no lane takes the masked form).
+    const Span span = cf_span<T, W>(a, seqs, by_len, by_dim, e0, spot[j]);
+    const bool warp_full = Seqs::kPacked ? warp_all(span == Span::full) : true;
     if (e0 < n) {
       float y[kPer];
-      if constexpr (kMasked)
-        cf_outputs_masked<T, W>(a, masks, by_len, by_dim, e0, spot[j], mask[j],
-                                cf_window<T, W>(prev, cur[j]), y);
-      else
-        cf_outputs<T, W>(a, by_len, by_dim, e0, spot[j], cf_window<T, W>(prev, cur[j]), y);
+      cf_outputs<T, W>(a, seqs, by_len, by_dim, e0, spot[j], span, warp_full,
+                       cf_window<T, W>(prev, cur[j]), y);
       store_or_tail<T, kPer>(a.out, e0, n, y);
     }
   }
@@ -82,11 +79,11 @@ inline int chunked_vectors(int64_t vectors, int sm_count, int requested = 0) {
   return vectors >= int64_t(sm_count) * 2048 * 2 * 2 ? 2 : 1;
 }
 
-// The kernel for kVecs in {1, 2, 4, 8} (the chapter's --vectors flag); with `masks` (chapter 10,
-// [B, L] bytes), the masked one.
-template <class T>
+// The kernel for kVecs in {1, 2, 4, 8} (the chapter's --vectors flag), for the sequences `seqs`
+// (chapter 10 passes packed ones).
+template <class T, class Seqs = OneSequencePerRow>
 void launch_cf_chunked(const DirectArgs<T>& a, int width, int vecs_per_thread, cudaStream_t s = 0,
-                       KernelFacts* facts = nullptr, const uint8_t* masks = nullptr) {
+                       KernelFacts* facts = nullptr, const Seqs& seqs = {}) {
   require_vector_alignment(a);
   const FastDivmod by_len(a.seqlen), by_dim(a.dim);
   const int64_t vectors = ceil_div(a.elements(), kPer16<T>);
@@ -94,10 +91,10 @@ void launch_cf_chunked(const DirectArgs<T>& a, int width, int vecs_per_thread, c
   const int64_t blocks = ceil_div(warps * kWarpLanes, kChunkedThreads);
   dispatch_width(width, [&](auto w) {
     constexpr int W = decltype(w)::value;
-    void (*kernel)(DirectArgs<T>, FastDivmod, FastDivmod, const uint8_t*) = nullptr;
+    void (*kernel)(DirectArgs<T>, FastDivmod, FastDivmod, Seqs) = nullptr;
     auto pick = [&](auto v) {
       constexpr int V = decltype(v)::value;
-      kernel = masks ? conv_fwd_cf_chunked<T, W, V, true> : conv_fwd_cf_chunked<T, W, V>;
+      if constexpr (compiled<Seqs, T, Family::cf_fwd>(V, 1)) kernel = conv_fwd_cf_chunked<T, W, V, Seqs>;
     };
     switch (vecs_per_thread) {
       case 1: pick(std::integral_constant<int, 1>{}); break;
@@ -107,8 +104,11 @@ void launch_cf_chunked(const DirectArgs<T>& a, int width, int vecs_per_thread, c
       default:
         throw std::invalid_argument("conv_fwd_cf_chunked: vectors per thread must be 1, 2, 4 or 8");
     }
+    if (!kernel)
+      throw std::invalid_argument("conv_fwd_cf_chunked: not compiled for " +
+                                  std::to_string(vecs_per_thread) + " vectors with these sequences");
     launch_or_describe("conv_fwd_cf_chunked", kernel, blocks, kChunkedThreads, s, facts, a, by_len,
-                       by_dim, masks);
+                       by_dim, seqs);
   });
 }
 

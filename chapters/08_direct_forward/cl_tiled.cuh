@@ -7,36 +7,33 @@
 // neighbouring channels) and its halo runs along L.
 #pragma once
 
+#include <algorithm>
 #include <stdexcept>
+#include <string>
+#include <type_traits>
 
 #include "chapters/08_direct_forward/cl_vector.cuh"
 #include "common/launch.cuh"
 
 namespace conv1d::ch08 {
 
-constexpr int kTileBatch = 8;  // rows loaded together, before any of them is used
+constexpr int kTileBatch = 8;        // rows loaded together, before any of them is used
+constexpr int kClTiledThreads = 128;  // a block
 
-// The masks of one tile's rows (chapter 10); nothing without them.
-template <bool kMasked, int kRows>
-struct TileMasks : Masks<kRows> {};
-template <int kRows>
-struct TileMasks<false, kRows> {
-  static constexpr bool full = true;
-};
-
-// kMasked (chapter 10): with the tap masks of packed sequences (direct_common.cuh), kRows of them
-// loaded together at the start of the tile.
+// Seqs (chapter 10): where sequences begin (direct_common.cuh); chapter 08's rows are one each.
 // [docs:ch08_cl_tiled]
-// The rows t0 .. t0 + kRows - 1 of one tile, the window holding the W-1 rows before them.
-// kAllInside: every output of the tile has all its taps (at or after t = 0, in its sequence).
-template <bool kAllInside, bool kMasked, class T, int W, int N, int kRows>
+// The rows t0 .. t0 + kRows - 1 of one tile, the window holding the W-1 rows before them. kFull:
+// every output of the tile counts all its taps; otherwise `fl` says which taps count. Edge outputs
+// (chapter 10) are the sequence policy's, and left alone here.
+template <bool kFull, bool kPacked, class T, int W, int N, int kRows, class Flags>
 __device__ __forceinline__ void cl_tile(const DirectArgs<T>& a, const T* x, T* out, int64_t t0,
                                         const Filter<W> (&f)[N], Vec<T, N> (&win)[W],
-                                        const TileMasks<kMasked, kRows>& m) {
-#pragma unroll
+                                        Flags& fl) {
+  // (Chapter 10's tiles with flags a batch at a time: they are few, and unrolled they would push
+  // the plain tile's instructions out of the instruction cache.)
+#pragma unroll(kFull || !kPacked ? kRows : 1)
   for (int r0 = 0; r0 < kRows; r0 += kTileBatch) {
-    if (t0 + r0 <
-        a.seqlen) {  // (guards, not breaks: the loops unroll fully, rows[] stays in registers)
+    if (t0 + r0 < a.seqlen) {  // (guards, not breaks: the loops unroll fully, rows[] stays in registers)
       Vec<T, N> rows[kTileBatch];
 #pragma unroll
       for (int r = 0; r < kTileBatch; ++r)
@@ -49,25 +46,19 @@ __device__ __forceinline__ void cl_tile(const DirectArgs<T>& a, const T* x, T* o
 #pragma unroll
         for (int k = 0; k < W - 1; ++k) win[k] = win[k + 1];
         win[W - 1] = rows[r];
-        unsigned valid = kAllTaps<W>;
-        if constexpr (!kAllInside) {
-          if constexpr (kMasked)
-            valid = m[r0 + r];
-          else
-            valid = taps_inside<W>(t);
-        }
-        if (t < a.seqlen)
+        unsigned m = kAllTaps<W>;
+        if constexpr (!kFull) m = fl.next();
+        if (t < a.seqlen && !(m & kEdge))  // (padding: no tap, output 0)
           *reinterpret_cast<Vec<T, N>*>(out + t * a.dim) =
-              kMasked && valid == 0 ? zero_vec<T, N>()  // padding
-                                    : cl_outputs<T, W, N, kAllInside>(f, win, valid, a.silu);
+              cl_outputs<T, W, N, kFull, kPacked>(f, win, m & kAllTaps<W>, a.silu);
       }
     }
   }
 }
 
-template <class T, int W, int N, int kRows, bool kMasked = false>
-__global__ void conv_fwd_cl_tiled(DirectArgs<T> a, FastDivmod by_cols, FastDivmod by_tiles,
-                                  const uint8_t* __restrict__ masks) {
+template <class T, int W, int N, int kRows, class Seqs>
+__device__ __forceinline__ void cl_tiled(const DirectArgs<T>& a, const FastDivmod& by_cols,
+                                         const FastDivmod& by_tiles, const Seqs& seqs) {
   static_assert(kRows % kTileBatch == 0, "rows come in batches");
   const int64_t item =
       blockIdx.x * int64_t(blockDim.x) + threadIdx.x;  // (b * tiles + tile) * D/N + column
@@ -79,30 +70,58 @@ __global__ void conv_fwd_cl_tiled(DirectArgs<T> a, FastDivmod by_cols, FastDivmo
   const T* x = a.x + b * a.seqlen * a.dim + d0;  // row t of this batch at x + t * D
   T* out = a.out + b * a.seqlen * a.dim + d0;
 
-  TileMasks<kMasked, kRows> m;  // (first: the decision below waits for them, not for x)
-  if constexpr (kMasked) {
-    const int64_t left = a.seqlen - t0;
-    static_cast<Masks<kRows>&>(m) =
-        load_masks<kRows, W>(masks, b * a.seqlen + t0, left < kRows ? int(left) : kRows);
-  }
-  Filter<W> f[N];
-  load_filters<W, N>(a, d0, f);
+  // The tile's form first (its loads overlap the ones below), then the W-1 rows before the tile
+  // and the filters. The form is decided once per tile, not per row: a test between a batch's loads
+  // and their use lets the compiler place loads after it, and then fewer rows are in flight.
+  const Span span = seqs.template span<W, kRows, 0>(b, t0);
   Vec<T, N> win[W];  // win[k]: the row k - (W-1) steps back from the one being computed
 #pragma unroll
   for (int k = 0; k < W - 1; ++k) {
     const int64_t t = t0 - (W - 1) + k;
     win[k + 1] = t >= 0 ? *reinterpret_cast<const Vec<T, N>*>(x + t * a.dim) : zero_vec<T, N>();
   }
-  // Which form the outputs take is decided once per tile, not per row: a test between a batch's
-  // loads and their use lets the compiler place loads after it, and then fewer rows are in flight.
-  if (t0 >= W - 1 && m.full)
-    cl_tile<true, kMasked, T, W, N, kRows>(a, x, out, t0, f, win, m);  // all but a few tiles
-  else
-    cl_tile<false, kMasked, T, W, N, kRows>(a, x, out, t0, f, win, m);
+  Filter<W> f[N];
+  load_filters<W, N>(a, d0, f);
+  if (span == Span::full) {  // all but a few tiles
+    AllTaps<W> all;
+    cl_tile<true, Seqs::kPacked, T, W, N, kRows>(a, x, out, t0, f, win, all);
+  } else if (span == Span::padding) {
+#pragma unroll
+    for (int r = 0; r < kRows; ++r)
+      if (t0 + r < a.seqlen) *reinterpret_cast<Vec<T, N>*>(out + (t0 + r) * a.dim) = zero_vec<T, N>();
+  } else if constexpr (!Seqs::kPacked) {
+    auto cursor = seqs.template cursor<W>(b, t0);
+    cl_tile<false, false, T, W, N, kRows>(a, x, out, t0, f, win, cursor);
+  } else {  // (chapter 10) the flags of a mixed tile from one call, kept in shared memory
+    constexpr int kWords = TokenFlags<kRows>::kWords + 1;  // (odd: no bank conflicts)
+    __shared__ uint32_t flag_rows[kClTiledThreads][kWords];
+    const TokenFlags<kRows> fl = seqs.template flags_of<W, kRows>(b, t0);
+#pragma unroll
+    for (int i = 0; i + 1 < kWords; ++i) flag_rows[threadIdx.x][i] = fl.w[i];
+    SharedFlags cursor{flag_rows[threadIdx.x]};
+    cl_tile<false, true, T, W, N, kRows>(a, x, out, t0, f, win, cursor);
+  }
+  if constexpr (Seqs::kPacked)  // (chapter 10) the edge outputs and final states this tile owns
+    if (seqs.owns_edges(t0, kRows, span == Span::full))
+      seqs.template tile_edges<W, N>(a, b, d0, t0, kRows, span == Span::full);
+}
+
+template <class T, int W, int N, int kRows, class Seqs = OneSequencePerRow,
+          std::enable_if_t<!Seqs::kPacked, int> = 0>
+__global__ void conv_fwd_cl_tiled(DirectArgs<T> a, FastDivmod by_cols, FastDivmod by_tiles,
+                                  Seqs seqs) {
+  cl_tiled<T, W, N, kRows>(a, by_cols, by_tiles, seqs);
 }
 // [/docs:ch08_cl_tiled]
 
-constexpr int kClTiledThreads = 128;
+// (Chapter 10) the same kernel for packed sequences, held to the occupancy of chapter 08's
+// (kPackedMinBlocks).
+template <class T, int W, int N, int kRows, class Seqs, std::enable_if_t<Seqs::kPacked, int> = 0>
+__global__ void __launch_bounds__(kClTiledThreads, kPackedMinBlocks)
+    conv_fwd_cl_tiled(DirectArgs<T> a, FastDivmod by_cols, FastDivmod by_tiles, Seqs seqs) {
+  cl_tiled<T, W, N, kRows>(a, by_cols, by_tiles, seqs);
+}
+
 
 // Rows per thread: the most (of `max_rows`, 16, 8) that still give every multiprocessor `kFill`
 // threads' worth of items, so short sequences and narrow D still fill the GPU; `rows` > 0 asks for
@@ -118,23 +137,25 @@ inline int cl_tiled_rows(int64_t batch, int64_t seqlen, int64_t columns, int sm_
   return kTileBatch;
 }
 
-// With `masks` (chapter 10, [B, L] bytes): the masked kernel.
-template <class T>
+// For the sequences `seqs` (chapter 10 passes packed ones).
+template <class T, class Seqs = OneSequencePerRow>
 void launch_cl_tiled(const DirectArgs<T>& a, int width, int rows, int max_access_bytes = 16,
-                     cudaStream_t s = 0, KernelFacts* facts = nullptr,
-                     const uint8_t* masks = nullptr) {
+                     cudaStream_t s = 0, KernelFacts* facts = nullptr, const Seqs& seqs = {}) {
   dispatch_access(a, max_access_bytes, [&](auto access) {
     constexpr int N = decltype(access)::value;
-    const int64_t columns = a.dim / N, tiles = ceil_div(a.seqlen, rows);
+    // (Packed sequences of no tokens at all still have states to write: at least one tile.)
+    const int64_t columns = a.dim / N,
+                  tiles = std::max<int64_t>(Seqs::kPacked ? 1 : 0, ceil_div(a.seqlen, rows));
     const FastDivmod by_cols(columns), by_tiles(tiles);
     const int64_t blocks =
         ceil_div(a.batch * tiles * columns, kClTiledThreads);  // a thread per tile and column
     dispatch_width(width, [&](auto w) {
       constexpr int W = decltype(w)::value;
-      void (*kernel)(DirectArgs<T>, FastDivmod, FastDivmod, const uint8_t*) = nullptr;
+      void (*kernel)(DirectArgs<T>, FastDivmod, FastDivmod, Seqs) = nullptr;
       auto pick = [&](auto r) {
         constexpr int R = decltype(r)::value;
-        kernel = masks ? conv_fwd_cl_tiled<T, W, N, R, true> : conv_fwd_cl_tiled<T, W, N, R>;
+        if constexpr (compiled<Seqs, T, Family::cl_fwd>(R, N))
+          kernel = conv_fwd_cl_tiled<T, W, N, R, Seqs>;
       };
       switch (rows) {
         case 8: pick(std::integral_constant<int, 8>{}); break;
@@ -143,8 +164,11 @@ void launch_cl_tiled(const DirectArgs<T>& a, int width, int rows, int max_access
         default:
           throw std::invalid_argument("conv_fwd_cl_tiled: rows per thread must be 8, 16 or 32");
       }
+      if (!kernel)
+        throw std::invalid_argument("conv_fwd_cl_tiled: not compiled for " + std::to_string(rows) +
+                                    " rows of " + std::to_string(N) + " channels with these sequences");
       launch_or_describe("conv_fwd_cl_tiled", kernel, blocks, kClTiledThreads, s, facts, a, by_cols,
-                         by_tiles, masks);
+                         by_tiles, seqs);
     });
   });
 }

@@ -51,15 +51,21 @@ __device__ __forceinline__ Filter<W> load_filter(const DirectArgs<T>& a, int64_t
   return load_filter<W>(a.weight, a.bias, d);
 }
 
+// Every tap of a W-wide filter, a bit each.
+template <int W>
+constexpr unsigned kAllTaps = (1u << W) - 1;
+
 // One output from its window: in[k] is the input k - (W-1) steps back. kMasked: `valid` (a bit per
-// tap) says which taps lie at or after t = 0, and only those count; otherwise every tap does. Most
-// outputs are far from t = 0: they take the unmasked form, W fused multiply-adds and no tests,
+// tap) says which taps count (those at or after t = 0, or in t's packed sequence); otherwise every
+// tap does. Most outputs are far from t = 0: they take the unmasked form, W fused multiply-adds and no tests,
 // which matters in a kernel that has a budget of a few instructions per element (16-bit storage at
 // the copy ceiling).
-template <int W, bool kMasked = true>
+template <int W, bool kMasked = true, bool kPadding = false>
 __device__ __forceinline__ float conv_output(const Filter<W>& f, const float* in, unsigned valid,
                                              bool silu) {
-  float acc = f.bias;
+  // kPadding (packed sequences): no tap counts for padding, and its output is exactly 0: no bias,
+  // and silu(0) = 0. (Only where padding can occur: the test costs chapter 08's kernels registers.)
+  float acc = kPadding && !(valid & kAllTaps<W>) ? 0.0f : f.bias;
 #pragma unroll
   for (int k = 0; k < W; ++k)
     if (!kMasked || (valid >> k & 1u)) acc += f.w[k] * in[k];
@@ -69,8 +75,6 @@ __device__ __forceinline__ float conv_output(const Filter<W>& f, const float* in
 // Which taps of output t lie at or after t = 0 (tap k reads position t - (W-1) + k); all of them,
 // kAllTaps, from t = W-1 on.
 template <int W>
-constexpr unsigned kAllTaps = (1u << W) - 1;
-template <int W>
 __device__ __forceinline__ unsigned taps_inside(int64_t t) {
   if (t >= W - 1) return kAllTaps<W>;
   const int tt = static_cast<int>(t);
@@ -79,6 +83,158 @@ __device__ __forceinline__ unsigned taps_inside(int64_t t) {
   for (int k = 0; k < W; ++k) valid |= (tt - (W - 1) + k >= 0 ? 1u : 0u) << k;
   return valid;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Where sequences begin. Chapter 08's rows hold one sequence each, starting from zeros at t = 0;
+// chapter 10 packs several into a row, or lets them start from states. Whether tap k of output t
+// counts depends on the token, not on the channel, so the kernels ask a sequence policy (a small
+// struct passed by value; chapter 10 has the packed ones) about positions, never about channels:
+//
+//   span<W, kOwn, kAhead>(b, lo)   the outputs lo .. lo+kOwn+kAhead-1 of row b together: full
+//                                  (every one counts all W taps and none is a sequence edge),
+//                                  padding (the first kOwn are all padding: exactly 0) or mixed;
+//   flags_of<W, N>(b, lo)          for a mixed range, the flag byte of each output (fl[i]);
+//   flags<W>(b, t)                 the flag byte of one output;
+//   cursor<W>(b, lo)               the flag bytes of lo, lo+1, ... one after the other (c.next())
+//                                  for a walk down the time steps that holds no more than one.
+//
+// OneSequencePerRow answers from t alone: every range from t = W-1 on is full, so in chapter 08
+// the test is the one it always was, and the kernels are what they were.
+
+// A flag byte: bits 0 .. W-1 the taps that count (tap k reads t - (W-1) + k; it counts when that
+// input lies in t's sequence, at or after its start; none: t is padding, its output exactly 0).
+// kEdge: t is one of the first W-1 outputs of a sequence that starts from a state, so some of its
+// taps read the state (the sequence policy computes those outputs). kFinalShift: in the backward,
+// 1 + j in two bits when dx at t also receives the gradient of final state j.
+constexpr unsigned kEdge = 0x80u;
+constexpr unsigned kFinalShift = 4;
+
+enum class Span : uint8_t { full, padding, mixed };
+
+// The flag bytes of N outputs, four to a register (a byte array would take a register per byte).
+template <int N>
+struct TokenFlags {
+  static constexpr int kWords = (N + 3) / 4;
+  uint32_t w[kWords];
+  __device__ __forceinline__ unsigned operator[](int i) const {
+    return w[i / 4] >> (8 * (i % 4)) & 0xFFu;
+  }
+  __device__ __forceinline__ void set(int i, unsigned f) {
+    w[i / 4] = (w[i / 4] & ~(0xFFu << (8 * (i % 4)))) | (f << (8 * (i % 4)));
+  }
+};
+
+// Each output's flags from `flags(t)`, for outputs lo .. lo+N-1.
+template <int N, class F>
+__device__ __forceinline__ TokenFlags<N> flags_by_position(int64_t lo, F&& flags) {
+  TokenFlags<N> m;
+#pragma unroll
+  for (int i = 0; i < TokenFlags<N>::kWords; ++i) m.w[i] = 0;
+#pragma unroll
+  for (int i = 0; i < N; ++i) m.w[i / 4] |= flags(lo + i) << (8 * (i % 4));
+  return m;
+}
+
+// Whatever a policy's flags_of gives, as N flag bytes held in registers (kernels that read the
+// flags of a range more than once).
+template <int N, class F>
+__device__ __forceinline__ TokenFlags<N> hold_flags(const F& fl) {
+  if constexpr (std::is_same_v<F, TokenFlags<N>>) {
+    return fl;
+  } else {
+    TokenFlags<N> m;
+#pragma unroll
+    for (int i = 0; i < TokenFlags<N>::kWords; ++i) m.w[i] = 0;
+#pragma unroll
+    for (int i = 0; i < N; ++i) m.w[i / 4] |= fl[i] << (8 * (i % 4));
+    return m;
+  }
+}
+
+// The taps an output keeps: those that count and, for an edge output, the ones before its
+// sequence's start, which read the state (the lowest tap that counts is the sequence's first
+// input; x | (x - 1) sets every bit below the lowest set one).
+template <int W>
+__device__ __forceinline__ unsigned taps_with_state(unsigned flags) {
+  const unsigned taps = flags & kAllTaps<W>;
+  return flags & kEdge ? (taps | (taps - 1)) & kAllTaps<W> : taps;
+}
+
+// A cursor whose every position counts every tap.
+template <int W>
+struct AllTaps {
+  __device__ __forceinline__ unsigned next() { return kAllTaps<W>; }
+};
+
+// A cursor over flag bytes a thread keeps in shared memory (a row of words of its own): a walk that
+// unrolls fully reads them at offsets the compiler knows, and they take no registers.
+struct SharedFlags {
+  const uint32_t* row;
+  int i = 0;
+  __device__ __forceinline__ unsigned next() {
+    const unsigned f = row[i / 4] >> (8 * (i % 4)) & 0xFFu;
+    ++i;
+    return f;
+  }
+};
+
+struct OneSequencePerRow {
+  static constexpr bool kPacked = false;
+  static constexpr bool kFewConfigurations = false;  // (see compiled() below)
+  template <int W, int kOwn, int kAhead>
+  __device__ __forceinline__ Span span(int64_t, int64_t lo) const {
+    return lo >= W - 1 ? Span::full : Span::mixed;
+  }
+  template <int W>
+  __device__ __forceinline__ unsigned flags(int64_t, int64_t t) const {
+    return taps_inside<W>(t);
+  }
+  // (Computed where each is used: nothing to hold in registers.)
+  template <int W>
+  struct Lazy {
+    int64_t lo;
+    __device__ __forceinline__ unsigned operator[](int i) const { return taps_inside<W>(lo + i); }
+  };
+  template <int W, int N>
+  __device__ __forceinline__ Lazy<W> flags_of(int64_t, int64_t lo) const {
+    return {lo};
+  }
+  template <int W>
+  struct Cursor {
+    int64_t t;
+    __device__ __forceinline__ unsigned next() { return taps_inside<W>(t++); }
+  };
+  template <int W>
+  __device__ __forceinline__ Cursor<W> cursor(int64_t, int64_t lo) const {
+    return {lo};
+  }
+};
+
+// Which launch configurations of a kernel family are compiled for a sequence policy. Chapters 08
+// and 09 compile every one their command lines offer. Chapter 10's kernels are large and each
+// configuration is another one, so its policies (kFewConfigurations) compile those the default
+// launch choices take: at most as many vectors or rows per thread as those choose for T, and the
+// widest access or single elements (for D of any size).
+enum class Family { cf_fwd, cl_fwd, cf_bwd, cl_bwd };
+template <class Seqs, class T, Family F>
+constexpr bool compiled(int size, int access) {
+  if (!Seqs::kFewConfigurations) return true;
+  const bool half = sizeof(T) == 2;
+  switch (F) {
+    case Family::cf_fwd: return size <= 2;
+    case Family::cl_fwd: return size <= (half ? 16 : 32) && (access == kPer16<T> || access == 1);
+    case Family::cf_bwd: return size <= (half ? 4 : 2);
+    case Family::cl_bwd: return size <= (half ? 32 : 64) && (access == (half ? 4 : 2) || access == 1);
+  }
+  return false;
+}
+
+// Blocks of 128 threads a multiprocessor must hold of a channel-last kernel with packed sequences
+// (chapter 10): as many as of the plain kernel of its launch configuration (at most 168 registers
+// a thread for every configuration chapter 10 compiles, 3 blocks). The packed kernel's rare paths
+// would take more, and every thread would pay for it in occupancy; held to 170, the compiler
+// keeps the difference out of the plain path.
+constexpr int kPackedMinBlocks = 3;
 
 // The same bits seen as another type of the same size (the vectors of one storage type and the raw
 // 16 bytes that warp shuffles move).
@@ -184,9 +340,9 @@ __device__ __forceinline__ CfWindow<T, W> cf_window(const Vec<T, kPer16<T>>& pre
 }
 
 // Where a vector lies, and its filter. Almost every vector lies inside one row: one channel, one
-// filter, and only the first W-1 outputs of a row need their taps masked. The filter is loaded
-// here, before the kernel waits for x, so that the two loads overlap instead of following each
-// other.
+// filter, and only the first W-1 outputs of a row (or of a packed sequence) need their taps masked.
+// The filter is loaded here, before the kernel waits for x, so that the two loads overlap instead
+// of following each other.
 template <int W>
 struct CfSpot {
   int64_t t0;    // position of the vector's first element in its row
@@ -205,122 +361,118 @@ __device__ __forceinline__ CfSpot<W> cf_spot(const DirectArgs<T>& a, const FastD
   return s;
 }
 
-// The outputs of one vector. A vector across the end of a row (L not a multiple of kPer, or L
-// shorter than a vector) takes the general path, element by element.
+// The outputs of one vector, each by its flags: a row's start (or, chapter 10, a packed sequence's
+// edge). A vector across the end of a row (L not a multiple of kPer, or L shorter than a vector) is
+// taken element by element. With packed sequences, the vector that holds t = 0 of a row also
+// writes that row's final states, and the inputs before t = 0 are its initial states.
+template <int N>
+struct Outputs {
+  float y[N];
+};
 template <class T, int W>
-__device__ __forceinline__ void cf_outputs(const DirectArgs<T>& a, const FastDivmod& by_len,
-                                           const FastDivmod& by_dim, int64_t e0, const CfSpot<W>& s,
-                                           const CfWindow<T, W>& win, float* y) {
+__device__ __forceinline__ Outputs<kPer16<T>> cf_mixed_outputs(const DirectArgs<T>& a,
+                                                               const FastDivmod& by_len,
+                                                               const FastDivmod& by_dim, int64_t e0,
+                                                               const CfSpot<W>& s,
+                                                               const CfWindow<T, W>& win) {
   constexpr int kPer = kPer16<T>;
-  if (s.one_row && s.t0 >= W - 1) {  // every output of the vector has all its taps
-#pragma unroll
-    for (int i = 0; i < kPer; ++i) y[i] = conv_output<W, false>(s.f, &win.v[i], 0, a.silu);
-  } else if (s.one_row) {  // the start of a row
+  Outputs<kPer> o;
+  if (s.one_row) {  // the start of a row
 #pragma unroll
     for (int i = 0; i < kPer; ++i)
-      y[i] = conv_output<W>(s.f, &win.v[i], taps_inside<W>(s.t0 + i), a.silu);
+      o.y[i] = conv_output<W>(s.f, &win.v[i], taps_inside<W>(s.t0 + i), a.silu);
   } else {
 #pragma unroll
     for (int i = 0; i < kPer; ++i) {
       int64_t r, t;
       by_len.divmod(e0 + i, &r, &t);
       const Filter<W> f = load_filter<W>(a, r - by_dim.div(r) * a.dim);
-      y[i] = conv_output<W>(f, &win.v[i], taps_inside<W>(t), a.silu);
+      o.y[i] = conv_output<W>(f, &win.v[i], taps_inside<W>(t), a.silu);
     }
   }
+  return o;
 }
 
-// ---------------------------------------------------------------------------------------------
-// Packed sequences (chapter 10). One byte per token (b, t), the same for every channel, says which
-// of output t's W taps count: bit k for tap k, the input t - (W-1) + k. No bit set: t is padding,
-// its output exactly 0. The kernels take these masks beside their arguments (kMasked); without
-// them they count the taps at or after t = 0, as above.
-
-// The masks of N outputs, four to a register (a byte array would take a register per byte), and
-// whether every one of them keeps every tap.
-template <int N>
-struct Masks {
-  static_assert(N % 4 == 0, "whole words");
-  uint32_t w[N / 4];
-  bool full;
-  __device__ __forceinline__ unsigned operator[](int i) const {
-    return w[i / 4] >> (8 * (i % 4)) & 0xFFu;
-  }
-};
-
-// The masks of tokens at .. at+N-1; those from `valid` on (past the end of a row) read as full.
-template <int N, int W>
-__device__ __forceinline__ Masks<N> load_masks(const uint8_t* masks, int64_t at, int valid) {
-  constexpr uint32_t kFull = 0x01010101u * kAllTaps<W>;
-  constexpr int kPiece = N < 16 ? N : 16;  // bytes per load
-  Masks<N> m;
-  if (at % kPiece == 0 && valid >= N) {
-#pragma unroll
-    for (int c = 0; c < N; c += kPiece) {
-      const auto v = *reinterpret_cast<const Vec<uint32_t, kPiece / 4>*>(masks + at + c);
-#pragma unroll
-      for (int i = 0; i < kPiece / 4; ++i) m.w[c / 4 + i] = v.v[i];
-    }
-  } else {
-#pragma unroll
-    for (int i = 0; i < N / 4; ++i) {
-      m.w[i] = 0;
-#pragma unroll
-      for (int j = 0; j < 4; ++j)
-        m.w[i] |= uint32_t(4 * i + j < valid ? masks[at + 4 * i + j] : kAllTaps<W>) << (8 * j);
-    }
-  }
-  m.full = true;
-#pragma unroll
-  for (int i = 0; i < N / 4; ++i) m.full = m.full && m.w[i] == kFull;
-  return m;
-}
-
-// The masks of one channel-first vector's outputs (across the end of a row: none; that path reads
-// them one by one). A warp's last vectors can lie past the tensor: nothing read for them.
-template <class T, int W>
-__device__ __forceinline__ Masks<kPer16<T>> cf_masks(const DirectArgs<T>& a, const uint8_t* masks,
-                                                     const FastDivmod& by_len,
-                                                     const FastDivmod& by_dim, int64_t e0,
-                                                     const CfSpot<W>& s) {
-  const int64_t b = by_dim.div(by_len.div(e0));
-  const bool read = s.one_row && e0 < a.elements();
-  return load_masks<kPer16<T>, W>(masks, b * a.seqlen + s.t0, read ? kPer16<T> : 0);
-}
-
-// cf_outputs with masks: every output by its own (the window's taps before the row or the sequence
-// are not counted).
-template <class T, int W>
-__device__ __forceinline__ void cf_outputs_masked(const DirectArgs<T>& a, const uint8_t* masks,
-                                                  const FastDivmod& by_len,
-                                                  const FastDivmod& by_dim, int64_t e0,
-                                                  const CfSpot<W>& s, const Masks<kPer16<T>>& m,
-                                                  const CfWindow<T, W>& win, float* y) {
+// (Chapter 10) the same with packed sequences, out of line and one output at a time: it runs for a
+// few vectors in a hundred, and inline (or unrolled) its registers would count against every thread
+// of the kernel: fewer threads, fewer bytes in flight. The vector that holds t = 0 of a row also
+// writes that row's final states, and the inputs before t = 0 are its initial states.
+template <class T, int W, class Seqs>
+__device__ __noinline__ Outputs<kPer16<T>> cf_packed_outputs(
+    const DirectArgs<T> a, const Seqs seqs, const FastDivmod by_len, const FastDivmod by_dim,
+    int64_t e0, const CfWindow<T, W> win) {
   constexpr int kPer = kPer16<T>;
-  if (s.one_row && m.full) {  // all but a few vectors: the unmasked path
+  Outputs<kPer> o;
+#pragma unroll 1
+  for (int i = 0; i < kPer; ++i) {
+    o.y[i] = 0.0f;
+    if (e0 + i >= a.elements()) continue;  // (the policy reads ids: none past the tensor)
+    int64_t r, t;
+    by_len.divmod(e0 + i, &r, &t);
+    const int64_t b = by_dim.div(r), d = r - b * a.dim;
+    const unsigned flags = seqs.template flags<W>(b, t);
+    float in[W];
+#pragma unroll
+    for (int k = 0; k < W; ++k)  // the window from registers, the state where it reaches before 0
+      in[k] = t - (W - 1) + k < 0 && (flags & kEdge)
+                  ? seqs.template state_value<W>(b, d, t + k)
+                  : win.v[i + k];
+    o.y[i] = conv_output<W, true, true>(load_filter<W>(a, d), in, taps_with_state<W>(flags),
+                                        a.silu);
+    if (t == 0) seqs.template write_final<W>(a.x + r * a.seqlen, 1, b, d);
+  }
+  return o;
+}
+
+// The outputs of one vector: every tap (all but a few vectors), none (padding), or each by its
+// flags. `span`: the vector's, as cf_span gives it; `warp_full`: every vector the warp takes now is
+// full (chapter 10: otherwise every lane takes the masked form, so that the warp runs one form).
+template <class T, int W, class Seqs>
+__device__ __forceinline__ void cf_outputs(const DirectArgs<T>& a, const Seqs& seqs,
+                                           const FastDivmod& by_len, const FastDivmod& by_dim,
+                                           int64_t e0, const CfSpot<W>& s, Span span,
+                                           bool warp_full, const CfWindow<T, W>& win, float* y) {
+  constexpr int kPer = kPer16<T>;
+  if (span == Span::full && warp_full) {
 #pragma unroll
     for (int i = 0; i < kPer; ++i) y[i] = conv_output<W, false>(s.f, &win.v[i], 0, a.silu);
-  } else if (s.one_row) {
-#pragma unroll
-    for (int i = 0; i < kPer; ++i)
-      y[i] = m[i] ? conv_output<W>(s.f, &win.v[i], m[i], a.silu) : 0.0f;
-  } else {  // across the end of a row: element by element, straight from memory
-    for (int i = 0; i < kPer; ++i) {
-      y[i] = 0.0f;
-      if (e0 + i >= a.elements()) continue;
-      int64_t r, t;
-      by_len.divmod(e0 + i, &r, &t);
-      const int64_t b = by_dim.div(r);
-      const unsigned valid = masks[b * a.seqlen + t];
-      float in[W];
-#pragma unroll
-      for (int k = 0; k < W; ++k) {
-        const int64_t pos = t - (W - 1) + k;
-        in[k] = pos >= 0 ? to_float(a.x[r * a.seqlen + pos]) : 0.0f;
-      }
-      if (valid) y[i] = conv_output<W>(load_filter<W>(a, r - b * a.dim), in, valid, a.silu);
-    }
+    return;
   }
+  if constexpr (Seqs::kPacked) {
+    if (span == Span::padding) {
+#pragma unroll
+      for (int i = 0; i < kPer; ++i) y[i] = 0.0f;
+    } else if (span == Span::full || (s.one_row && s.t0 >= W - 1)) {  // inline, by the flags
+      const int64_t b = by_dim.div(by_len.div(e0));
+      TokenFlags<kPer> m;
+#pragma unroll
+      for (int i = 0; i < TokenFlags<kPer>::kWords; ++i) m.w[i] = 0x01010101u * kAllTaps<W>;
+      if (span != Span::full) m = seqs.template vector_flags<W, kPer>(b, s.t0);
+#pragma unroll
+      for (int i = 0; i < kPer; ++i) y[i] = conv_output<W, true, true>(s.f, &win.v[i], m[i], a.silu);
+    } else {  // a row's start or a vector across rows: out of line
+      const Outputs<kPer> o = cf_packed_outputs<T, W>(a, seqs, by_len, by_dim, e0, win);
+#pragma unroll
+      for (int i = 0; i < kPer; ++i) y[i] = o.y[i];
+    }
+  } else {
+    const Outputs<kPer> o = cf_mixed_outputs<T, W>(a, by_len, by_dim, e0, s, win);
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) y[i] = o.y[i];
+  }
+}
+
+// The span of the vector at e0 (chapter 10's policies read the ids; chapter 08's rows need only
+// t0). Past the tensor: full (nothing is stored there).
+template <class T, int W, class Seqs>
+__device__ __forceinline__ Span cf_span(const DirectArgs<T>& a, const Seqs& seqs,
+                                        const FastDivmod& by_len, const FastDivmod& by_dim,
+                                        int64_t e0, const CfSpot<W>& s) {
+  if (e0 >= a.elements()) return Span::full;
+  if (!s.one_row) return Span::mixed;
+  int64_t b = 0;  // (the batch only where packed sequences ask for it)
+  if constexpr (Seqs::kPacked) b = by_dim.div(by_len.div(e0));
+  return seqs.template span<W, kPer16<T>, 0>(b, s.t0);
 }
 
 // The 4-byte words of a vector that hold its last W-1 elements: all a neighbour needs as its halo.

@@ -28,7 +28,13 @@ namespace conv1d::ch09 {
 
 using ch08::bit_cast;
 using ch08::Filter;
+using ch08::kAllTaps;
+using ch08::kEdge;
+using ch08::kFinalShift;
 using ch08::load_filter;
+using ch08::OneSequencePerRow;
+using ch08::Span;
+using ch08::TokenFlags;
 using ch08::zero_vec;
 
 template <class T>  // device storage type
@@ -57,6 +63,17 @@ __device__ __forceinline__ float dz_at(const Filter<W>& f, const float* x_window
 #pragma unroll
   for (int k = 0; k < W; ++k) z += f.w[k] * x_window[k];
   return dout * silu_grad_f32(z);
+}
+
+// dz where only the taps in `taps` count: the others' inputs are taken as 0, so their products add
+// exactly nothing (chapter 10's packed sequences; with every tap, dz_at itself).
+template <int W>
+__device__ __forceinline__ float dz_masked(const Filter<W>& f, const float* x_window, unsigned taps,
+                                           float dout, bool silu) {
+  float in[W];
+#pragma unroll
+  for (int k = 0; k < W; ++k) in[k] = taps >> k & 1u ? x_window[k] : 0.0f;
+  return dz_at<W>(f, in, dout, silu);
 }
 
 // A unit's W+1 sums (dweight[0..W-1], dbias) for one channel.
@@ -91,5 +108,12 @@ __device__ __forceinline__ void emit_sums(const BwdArgs<T>& a, int64_t unit_row,
     for (int k = 0; k <= W; ++k) a.partials[unit_row * (W + 1) + k] = s.v[k];
   }
 }
+
+// Where the units of channel d lie in the partial-sum buffer: partials[a1 * stride1 + a2 * stride2 +
+// d * stride_d + k] for a1 < count1, a2 < count2 (added a1 outer, a2 inner), k <= W. Each kernel
+// says how its units are laid out; reduce_partials (reduce.cuh) adds them in this order.
+struct PartialLayout {
+  int64_t count1, stride1, count2, stride2, stride_d;
+};
 
 }  // namespace conv1d::ch09

@@ -17,9 +17,10 @@
 #pragma once
 
 #include <stdexcept>
+#include <string>
+#include <type_traits>
 
 #include "chapters/09_direct_backward/bwd_common.cuh"
-#include "chapters/09_direct_backward/reduce.cuh"
 #include "common/fast_divmod.h"
 #include "common/launch.cuh"
 
@@ -57,18 +58,19 @@ __device__ __forceinline__ void tail_of(const Vec<T, kPer16<T>>& v, float* out) 
 }
 
 // [docs:ch09_cf_fused]
-template <class T, int W, int kVecs, bool kVec>
-__global__ void conv_bwd_cf(BwdArgs<T> a, FastDivmod by_chunks, FastDivmod by_dim) {
+template <class T, int W, int kVecs, bool kVec, class Seqs = OneSequencePerRow>
+__global__ void conv_bwd_cf(BwdArgs<T> a, FastDivmod by_chunks, FastDivmod by_dim, Seqs seqs) {
   constexpr int kPer = kPer16<T>;
   const int lane = threadIdx.x % kWarpLanes;
   int64_t row, chunk;  // row = b*D + d
   by_chunks.divmod((blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / kWarpLanes, &row, &chunk);
   if (row >= a.batch * a.dim) return;  // the whole warp: every lane has the same row
   const int64_t len = a.seqlen, p_chunk = chunk * kVecs * kWarpLanes * kPer;
+  const int64_t b = by_dim.div(row), d = row - b * a.dim;
   const T* x = a.x + row * len;
   const T* g = a.dout + row * len;
   auto first_of = [&](int j) { return p_chunk + (int64_t(j) * kWarpLanes + lane) * kPer; };
-  const Filter<W> f = load_filter<W>(a.weight, a.bias, row - by_dim.div(row) * a.dim);
+  const Filter<W> f = load_filter<W>(a.weight, a.bias, d);
 
   // 1. Every load first: the chunk's x and dout, the x before the chunk (lane 0) and the x and
   //    dout after it (lane 31, for the dz ahead of the chunk's last vector).
@@ -90,15 +92,6 @@ __global__ void conv_bwd_cf(BwdArgs<T> a, FastDivmod by_chunks, FastDivmod by_di
   // 2. The vectors last to first, so that lane 31 can take its dz ahead from lane 0's next vector.
   GradSums<W> sums;
   float dz_next[W - 1];  // lane 31: dz at the W-1 positions after its current vector
-  {  // for the chunk's last vector: from the x and dout after the chunk (x[p_next-(W-1) ..])
-    float win[2 * (W - 1)];
-    tail_of<T, W>(xv[kVecs - 1], win);
-#pragma unroll
-    for (int i = 0; i < W - 1; ++i) win[(W - 1) + i] = to_float(x_after.v[i]);
-#pragma unroll
-    for (int i = 0; i < W - 1; ++i)
-      dz_next[i] = p_next + i < len ? dz_at<W>(f, &win[i], to_float(g_after.v[i]), a.silu) : 0.0f;
-  }
 #pragma unroll
   for (int j = kVecs - 1; j >= 0; --j) {
     const int64_t p0 = first_of(j);
@@ -122,39 +115,98 @@ __global__ void conv_bwd_cf(BwdArgs<T> a, FastDivmod by_chunks, FastDivmod by_di
 #pragma unroll
     for (int i = 0; i < kPer; ++i) xw[(W - 1) + i] = to_float(xv[j].v[i]);
 
-    // dz at the vector's positions (zero past L), then at the W-1 after them: the lane above's
-    // first ones; lane 31 has them from lane 0's next vector.
-    float dz[kPer + (W - 1)];
+    // Where sequences begin (chapter 10): when every vector of the warp counts every tap of every
+    // position it touches, the plain step; otherwise every lane takes the step with flags (a vote,
+    // so the warp runs one form, and the shuffles inside it see every lane).
+    const Span span = seqs.template span<W, kPer, W - 1>(b, p0);
+    auto step = [&](auto full, const auto& sq) {  // (sq: seqs, for names only a packed policy has)
+      constexpr bool kFull = decltype(full)::value;
+      TokenFlags<kPer + W - 1> fl;  // the vector's positions and the W-1 after them
+      if constexpr (!kFull) {
+        if (span == Span::full) {
 #pragma unroll
-    for (int i = 0; i < kPer; ++i)
-      dz[i] = p0 + i < len ? dz_at<W>(f, &xw[i], to_float(gv[j].v[i]), a.silu) : 0.0f;
+          for (int i = 0; i < TokenFlags<kPer + W - 1>::kWords; ++i) fl.w[i] = 0x01010101u * kAllTaps<W>;
+        } else if (p0 >= W - 1 && !sq.near_final(p0 + kPer + W - 1, W)) {  // inline: no edges
+          fl = sq.template vector_flags<W, kPer + W - 1>(b, p0);
+        } else {  // (out of line: a row's first or last vectors)
+          fl = sq.template flags_of<W, kPer + W - 1>(b, p0);
+        }
+        if constexpr (Seqs::kPacked)  // a row that starts from its state: the state is x before 0
+          if (p0 == 0 && (fl[0] & kEdge)) {
+            const T* st = sq.template state_at<W>(b, 0, d);
 #pragma unroll
-    for (int i = 0; i < W - 1; ++i) {
-      const float above = __uint_as_float(shuffle_down(__float_as_uint(dz[i]), 1));
-      const float lane0 = __uint_as_float(shuffle(__float_as_uint(dz[i]), 0));
-      dz[kPer + i] = lane < kWarpLanes - 1 ? above : dz_next[i];
-      dz_next[i] = lane0;  // what lane 31's vector j - 1 has ahead of it
-    }
+            for (int i = 0; i < W - 1; ++i) xw[i] = to_float(st[i]);
+          }
+      }
+      // The taps of position p0 + i that count (with an edge's state taps).
+      auto z_taps = [&](int i) { return kFull ? kAllTaps<W> : ch08::taps_with_state<W>(fl[i]); };
 
-    // dx, and the vector's terms of the sums (x before t = 0 is zero in xw, dz past L is zero).
-    float y[kPer];
+      if (j == kVecs - 1) {  // dz after the chunk's last vector, from the x and dout after it
+        float win[2 * (W - 1)];
+        tail_of<T, W>(xv[kVecs - 1], win);
 #pragma unroll
-    for (int i = 0; i < kPer; ++i) {
-      float acc = 0.0f;
+        for (int i = 0; i < W - 1; ++i) win[(W - 1) + i] = to_float(x_after.v[i]);
 #pragma unroll
-      for (int k = 0; k < W; ++k) acc += f.w[k] * dz[i + (W - 1) - k];
-      y[i] = acc;
+        for (int i = 0; i < W - 1; ++i)
+          dz_next[i] = p_next + i < len && z_taps(kPer + i)
+                           ? dz_masked<W>(f, &win[i], z_taps(kPer + i), to_float(g_after.v[i]),
+                                          a.silu)
+                           : 0.0f;
+      }
+
+      // dz at the vector's positions (zero past L and at padding), then at the W-1 after them: the
+      // lane above's first ones; lane 31 has them from lane 0's next vector.
+      float dz[kPer + (W - 1)];
 #pragma unroll
-      for (int k = 0; k < W; ++k) sums.v[k] += dz[i] * xw[i + k];
-      sums.v[W] += dz[i];
-    }
-    if (p0 < len) store_in_row<T, kPer, kVec>(a.dx + row * len, p0, len, y);
+      for (int i = 0; i < kPer; ++i)
+        dz[i] = p0 + i < len && z_taps(i)
+                    ? dz_masked<W>(f, &xw[i], z_taps(i), to_float(gv[j].v[i]), a.silu)
+                    : 0.0f;
+#pragma unroll
+      for (int i = 0; i < W - 1; ++i) {
+        const float above = __uint_as_float(shuffle_down(__float_as_uint(dz[i]), 1));
+        const float lane0 = __uint_as_float(shuffle(__float_as_uint(dz[i]), 0));
+        dz[kPer + i] = lane < kWarpLanes - 1 ? above : dz_next[i];
+        dz_next[i] = lane0;  // what lane 31's vector j - 1 has ahead of it
+      }
+
+      // dx (dz[t] reaches dx[s] through tap k = s + (W-1) - t when that tap of t counts; a position
+      // whose input is one of the final states also receives that state's gradient, first, so the
+      // sum runs in the order one pass over a longer row would take), and the vector's terms of
+      // the sums (x before t = 0 is zero in xw, dz past L is zero).
+      float y[kPer];
+#pragma unroll
+      for (int i = 0; i < kPer; ++i) {
+        float acc = 0.0f;
+        if constexpr (!kFull && Seqs::kPacked)
+          if (const unsigned fin = fl[i] >> kFinalShift & 3u)
+            acc = sq.template dfinal_at<W>(b, p0 + i, d, int(fin) - 1);
+#pragma unroll
+        for (int k = 0; k < W; ++k)
+          if (kFull || (fl[i + (W - 1) - k] >> k & 1u)) acc += f.w[k] * dz[i + (W - 1) - k];
+        y[i] = acc;
+        const unsigned zt = z_taps(i);
+#pragma unroll
+        for (int k = 0; k < W; ++k)
+          if (kFull || (zt >> k & 1u)) sums.v[k] += dz[i] * xw[i + k];
+        sums.v[W] += dz[i];
+      }
+      if constexpr (!kFull && Seqs::kPacked)
+        if (p0 == 0) sq.template row_dinit<W>(b, d, f, dz, [&](int i) { return fl[i]; });
+      if (p0 < len) store_in_row<T, kPer, kVec>(a.dx + row * len, p0, len, y);
+    };
+    // (Chapter 09's rows need no flags: the zeros before t = 0 in xw count for nothing.)
+    if constexpr (!Seqs::kPacked)
+      step(std::true_type{}, seqs);
+    else if (warp_all(span == Span::full))
+      step(std::true_type{}, seqs);
+    else
+      step(std::false_type{}, seqs);
   }
 
   // 3. The chunk's sums: a fixed butterfly over the warp, then one unit of W+1 sums.
   warp_sum<W>(sums, kWarpLanes - 1);
-  if (lane == 0)
-    emit_sums<W>(a, row * by_chunks.divisor() + chunk, row - by_dim.div(row) * a.dim, sums);
+  if (lane == 0) emit_sums<W>(a, row * by_chunks.divisor() + chunk, d, sums);
 }
 // [/docs:ch09_cf_fused]
 
@@ -183,9 +235,10 @@ inline PartialLayout cf_bwd_partials(int64_t batch, int64_t dim, int64_t chunks,
   return {batch, dim * chunks * w1, chunks, w1, chunks * w1};
 }
 
-template <class T>
+// For the sequences `seqs` (chapter 10 passes packed ones).
+template <class T, class Seqs = OneSequencePerRow>
 void launch_cf_bwd(const BwdArgs<T>& a, int width, int vecs, cudaStream_t s = 0,
-                   KernelFacts* facts = nullptr) {
+                   KernelFacts* facts = nullptr, const Seqs& seqs = {}) {
   const int64_t chunks = cf_bwd_chunks(a.seqlen, kPer16<T>, vecs);
   const FastDivmod by_chunks(chunks), by_dim(a.dim);
   const int64_t blocks =
@@ -194,10 +247,11 @@ void launch_cf_bwd(const BwdArgs<T>& a, int width, int vecs, cudaStream_t s = 0,
                    aligned_to(a.dx, 16);
   dispatch_width(width, [&](auto w) {
     constexpr int W = decltype(w)::value;
-    void (*kernel)(BwdArgs<T>, FastDivmod, FastDivmod) = nullptr;
+    void (*kernel)(BwdArgs<T>, FastDivmod, FastDivmod, Seqs) = nullptr;
     auto pick = [&](auto v) {
       constexpr int V = decltype(v)::value;
-      kernel = vec ? conv_bwd_cf<T, W, V, true> : conv_bwd_cf<T, W, V, false>;
+      if constexpr (ch08::compiled<Seqs, T, ch08::Family::cf_bwd>(V, 1))
+        kernel = vec ? conv_bwd_cf<T, W, V, true, Seqs> : conv_bwd_cf<T, W, V, false, Seqs>;
     };
     switch (vecs) {
       case 1: pick(std::integral_constant<int, 1>{}); break;
@@ -205,8 +259,11 @@ void launch_cf_bwd(const BwdArgs<T>& a, int width, int vecs, cudaStream_t s = 0,
       case 4: pick(std::integral_constant<int, 4>{}); break;
       default: throw std::invalid_argument("conv_bwd_cf: vectors per lane must be 1, 2 or 4");
     }
+    if (!kernel)
+      throw std::invalid_argument("conv_bwd_cf: not compiled for " + std::to_string(vecs) +
+                                  " vectors with these sequences");
     launch_or_describe("conv_bwd_cf", kernel, blocks, kCfBwdThreads, s, facts, a, by_chunks,
-                       by_dim);
+                       by_dim, seqs);
   });
 }
 

@@ -13,10 +13,11 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
+#include <type_traits>
 
 #include "chapters/08_direct_forward/cl_vector.cuh"
 #include "chapters/09_direct_backward/bwd_common.cuh"
-#include "chapters/09_direct_backward/reduce.cuh"
 #include "common/fast_divmod.h"
 #include "common/launch.cuh"
 
@@ -25,6 +26,7 @@ namespace conv1d::ch09 {
 constexpr int kClLanesAcross = 8;                          // lanes along D in a warp
 constexpr int kClLanesDown = kWarpLanes / kClLanesAcross;  // tiles along L in a warp
 constexpr int kTileBatch = 8;                              // rows loaded together
+constexpr int kClBwdThreads = 128;                         // a block: 4 warps
 
 template <class T, int N>
 __device__ __forceinline__ void to_floats(const Vec<T, N>& v, float (&out)[N]) {
@@ -33,9 +35,105 @@ __device__ __forceinline__ void to_floats(const Vec<T, N>& v, float (&out)[N]) {
 }
 
 // [docs:ch09_cl_tiled]
-template <class T, int W, int N, int kRows>
-__global__ void conv_bwd_cl(BwdArgs<T> a, FastDivmod by_col_blocks, FastDivmod by_units) {
+// The walk down one tile: steps t0 .. t0 + kRows + W - 2, each computing dz (and, for the tile's own
+// rows, its terms of the sums), and from step W-1 on dx of the row W-1 steps back. kFull: every
+// position counts every tap; otherwise `fl` holds the flags of the kRows + W - 1 positions
+// (chapter 10's packed sequences: which taps count, edges, final states' gradients).
+template <bool kFull, class T, int W, int N, int kRows, class Seqs, class Cursor>
+__device__ __forceinline__ void cl_bwd_walk(const BwdArgs<T>& a, const Seqs& seqs, int64_t b,
+                                            int64_t d0, int64_t t0, bool channels, const T* x,
+                                            const T* g, T* dx, const Filter<W> (&f)[N],
+                                            float (&xw)[W][N], GradSums<W> (&sums)[N],
+                                            Cursor& cursor) {
   constexpr int kSteps = kRows + W - 1;  // the tile's rows and the W-1 whose dz the last dx needs
+  const int64_t len = a.seqlen, dim = a.dim;
+  auto row_at = [&](const T* base, int64_t t) {
+    return channels && t >= 0 && t < len ? *reinterpret_cast<const Vec<T, N>*>(base + t * dim)
+                                         : zero_vec<T, N>();
+  };
+  float dzw[W][N] = {};  // the last W values of dz, oldest first
+  uint32_t fw = 0;       // the flags of the last W positions, a byte each, the newest lowest
+  // Fully unrolled (every step's tests below are then decided at compile time), but the walk with
+  // flags (kFull false, chapter 10) a batch at a time: it runs for few tiles, and unrolled it would
+  // be thousands of instructions more, which evict the plain walk's from the instruction cache.
+#pragma unroll(kFull ? kSteps : 1)
+  for (int s0 = 0; s0 < kSteps; s0 += kTileBatch) {
+    Vec<T, N> xs[kTileBatch], gs[kTileBatch];
+#pragma unroll
+    for (int r = 0; r < kTileBatch; ++r) {
+      xs[r] = s0 + r < kSteps ? row_at(x, t0 + s0 + r) : zero_vec<T, N>();
+      gs[r] = s0 + r < kSteps ? row_at(g, t0 + s0 + r) : zero_vec<T, N>();
+    }
+#pragma unroll
+    for (int r = 0; r < kTileBatch; ++r) {
+      const int step = s0 + r;
+      if (step < kSteps) {  // (a guard, not a break: the loops unroll fully, arrays stay in registers)
+        const int64_t t = t0 + step;
+#pragma unroll
+        for (int k = 0; k + 1 < W; ++k)
+#pragma unroll
+          for (int i = 0; i < N; ++i) {
+            xw[k][i] = xw[k + 1][i];
+            dzw[k][i] = dzw[k + 1][i];
+          }
+        to_floats(xs[r], xw[W - 1]);
+        unsigned m = kAllTaps<W>;
+        if constexpr (!kFull) {
+          m = cursor.next();
+          fw = fw << 8 | m;
+        }
+        if constexpr (!kFull && Seqs::kPacked)
+          if ((m & kEdge) && channels) {  // the inputs before the sequence's start are its state's
+            const int before = __ffs(m & kAllTaps<W>) - 1;  // taps before the start
+#pragma unroll
+            for (int i = 0; i < N; ++i) {
+              const T* st = seqs.template state_at<W>(b, t, d0 + i);
+#pragma unroll
+              for (int k = 0; k < W - 1; ++k)
+                if (k < before) xw[k][i] = to_float(st[(W - 1) + k - before]);
+            }
+          }
+        const unsigned zt = kFull ? kAllTaps<W> : ch08::taps_with_state<W>(m);
+        float dout[N];
+        to_floats(gs[r], dout);
+#pragma unroll
+        for (int i = 0; i < N; ++i) {
+          float taps[W];
+#pragma unroll
+          for (int k = 0; k < W; ++k) taps[k] = kFull || (zt >> k & 1u) ? xw[k][i] : 0.0f;
+          dzw[W - 1][i] = t < len && zt ? dz_at<W>(f[i], taps, dout[i], a.silu) : 0.0f;
+          if (step < kRows) {  // the tile's own rows: their terms of dweight and dbias
+#pragma unroll
+            for (int k = 0; k < W; ++k) sums[i].v[k] += dzw[W - 1][i] * taps[k];
+            sums[i].v[W] += dzw[W - 1][i];
+          }
+        }
+        // dx[s], s = t - (W-1): sum_k w[k] dz[s + (W-1) - k] over the taps of those positions that
+        // count (the final state's gradient first, where s's input is one): complete now.
+        const int64_t s = t - (W - 1);
+        if (step >= W - 1 && s < len && channels) {
+          const unsigned fin = kFull ? 0u : fw >> (8 * (W - 1) + kFinalShift) & 3u;
+          float y[N];
+#pragma unroll
+          for (int i = 0; i < N; ++i) {
+            float acc = 0.0f;
+            if constexpr (!kFull && Seqs::kPacked)
+              if (fin) acc = seqs.template dfinal_at<W>(b, s, d0 + i, int(fin) - 1);
+#pragma unroll
+            for (int k = 0; k < W; ++k)
+              if (kFull || (fw >> (8 * k + k) & 1u)) acc += f[i].w[k] * dzw[W - 1 - k][i];
+            y[i] = acc;
+          }
+          *reinterpret_cast<Vec<T, N>*>(dx + s * dim) = ch08::from_floats<T, N>(y);
+        }
+      }
+    }
+  }
+}
+
+template <class T, int W, int N, int kRows, class Seqs>
+__device__ __forceinline__ void cl_bwd(const BwdArgs<T>& a, const FastDivmod& by_col_blocks,
+                                       const FastDivmod& by_units, const Seqs& seqs) {
   const int lane = threadIdx.x % kWarpLanes;
   int64_t bu, col_block;  // bu = b * units + u
   by_col_blocks.divmod((blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / kWarpLanes, &bu,
@@ -53,64 +151,48 @@ __global__ void conv_bwd_cl(BwdArgs<T> a, FastDivmod by_col_blocks, FastDivmod b
   Filter<W> f[N];
 #pragma unroll
   for (int i = 0; i < N; ++i) f[i] = load_filter<W>(a.weight, a.bias, channels ? d0 + i : 0);
-  auto row_at = [&](const T* base, int64_t t) {
-    return channels && t >= 0 && t < len ? *reinterpret_cast<const Vec<T, N>*>(base + t * dim)
-                                         : zero_vec<T, N>();
-  };
-  float xw[W][N] = {}, dzw[W][N] = {};  // the last W rows of x and of dz, oldest first
+  float xw[W][N] = {};  // the last W rows of x, oldest first
 #pragma unroll
-  for (int k = 1; k < W; ++k) to_floats(row_at(x, t0 - W + k), xw[k]);  // x[t0-(W-1) .. t0-1]
+  for (int k = 1; k < W; ++k)  // x[t0-(W-1) .. t0-1]
+    to_floats(channels && t0 - W + k >= 0 && t0 - W + k < len
+                  ? *reinterpret_cast<const Vec<T, N>*>(x + (t0 - W + k) * dim)
+                  : zero_vec<T, N>(),
+              xw[k]);
   GradSums<W> sums[N];
 
-#pragma unroll  // (fully: every step's tests below are then decided at compile time)
-  for (int s0 = 0; s0 < kSteps; s0 += kTileBatch) {
-    Vec<T, N> xs[kTileBatch], gs[kTileBatch];
+  // Where sequences begin (chapter 10): the plain walk when every tile of the warp counts every
+  // tap everywhere; otherwise every lane walks with flags (a vote: the warp runs one form). Chapter
+  // 09's rows need no flags: the zeros before t = 0 in the window count for nothing.
+  ch08::AllTaps<W> all;
+  if constexpr (!Seqs::kPacked) {
+    cl_bwd_walk<true, T, W, N, kRows>(a, seqs, b, d0, t0, channels, x, g, dx, f, xw, sums, all);
+  } else {
+    const Span span =
+        seqs.template span_by<W, kRows, W - 1, kClLanesAcross>(b, t0, lane % kClLanesAcross);
+    if (warp_all(span == Span::full)) {
+      cl_bwd_walk<true, T, W, N, kRows>(a, seqs, b, d0, t0, channels, x, g, dx, f, xw, sums, all);
+    } else {
+      // The flags of the tile's positions, from one call (a lane whose own tile is full: every
+      // tap), kept in shared memory, a row for each thread: in registers they would cost every
+      // thread of the kernel nine of them.
+      constexpr int kWords = TokenFlags<kRows + W - 1>::kWords;
+      __shared__ uint32_t flag_rows[kClBwdThreads][kWords];  // (kWords odd: no bank conflicts)
+      TokenFlags<kRows + W - 1> fl;
+      if (span == Span::full) {
 #pragma unroll
-    for (int r = 0; r < kTileBatch; ++r) {
-      xs[r] = s0 + r < kSteps ? row_at(x, t0 + s0 + r) : zero_vec<T, N>();
-      gs[r] = s0 + r < kSteps ? row_at(g, t0 + s0 + r) : zero_vec<T, N>();
-    }
-#pragma unroll
-    for (int r = 0; r < kTileBatch; ++r) {
-      const int step = s0 + r;
-      if (step <
-          kSteps) {  // (a guard, not a break: the loops unroll fully, arrays stay in registers)
-        const int64_t t = t0 + step;
-#pragma unroll
-        for (int k = 0; k + 1 < W; ++k)
-#pragma unroll
-          for (int i = 0; i < N; ++i) {
-            xw[k][i] = xw[k + 1][i];
-            dzw[k][i] = dzw[k + 1][i];
-          }
-        to_floats(xs[r], xw[W - 1]);
-        float dout[N], taps[W];
-        to_floats(gs[r], dout);
-#pragma unroll
-        for (int i = 0; i < N; ++i) {
-#pragma unroll
-          for (int k = 0; k < W; ++k) taps[k] = xw[k][i];
-          dzw[W - 1][i] = t < len ? dz_at<W>(f[i], taps, dout[i], a.silu) : 0.0f;
-          if (step < kRows) {  // the tile's own rows: their terms of dweight and dbias
-#pragma unroll
-            for (int k = 0; k < W; ++k) sums[i].v[k] += dzw[W - 1][i] * taps[k];
-            sums[i].v[W] += dzw[W - 1][i];
-          }
-        }
-        // dx[t - (W-1)] = sum_k w[k] dz[t - k]: complete now, if it is one of the tile's rows.
-        if (step >= W - 1 && t - (W - 1) < len && channels) {
-          float y[N];
-#pragma unroll
-          for (int i = 0; i < N; ++i) {
-            float acc = 0.0f;
-#pragma unroll
-            for (int k = 0; k < W; ++k) acc += f[i].w[k] * dzw[W - 1 - k][i];
-            y[i] = acc;
-          }
-          *reinterpret_cast<Vec<T, N>*>(dx + (t - (W - 1)) * dim) = ch08::from_floats<T, N>(y);
-        }
+        for (int i = 0; i < kWords; ++i) fl.w[i] = 0x01010101u * kAllTaps<W>;
+      } else {
+        fl = seqs.template flags_of<W, kRows + W - 1>(b, t0);
       }
+#pragma unroll
+      for (int i = 0; i < kWords; ++i) flag_rows[threadIdx.x][i] = fl.w[i];
+      ch08::SharedFlags cursor{flag_rows[threadIdx.x]};
+      cl_bwd_walk<false, T, W, N, kRows>(a, seqs, b, d0, t0, channels, x, g, dx, f, xw, sums,
+                                         cursor);
     }
+    // (chapter 10) the initial states' gradient of the sequences that start in this tile
+    if (channels && seqs.owns_edges(t0, kRows, span == Span::full))
+      seqs.template tile_dinit<W, N>(a, b, d0, t0, kRows, span == Span::full);
   }
 
   // The 4 lanes down the time that share these channels add their sums (lane bits 3 and 4 with 8
@@ -121,9 +203,23 @@ __global__ void conv_bwd_cl(BwdArgs<T> a, FastDivmod by_col_blocks, FastDivmod b
 #pragma unroll
     for (int i = 0; i < N; ++i) emit_sums<W>(a, bu * dim + d0 + i, d0 + i, sums[i]);
 }
+
+template <class T, int W, int N, int kRows, class Seqs = OneSequencePerRow,
+          std::enable_if_t<!Seqs::kPacked, int> = 0>
+__global__ void conv_bwd_cl(BwdArgs<T> a, FastDivmod by_col_blocks, FastDivmod by_units,
+                            Seqs seqs) {
+  cl_bwd<T, W, N, kRows>(a, by_col_blocks, by_units, seqs);
+}
 // [/docs:ch09_cl_tiled]
 
-constexpr int kClBwdThreads = 128;
+// (Chapter 10) the same kernel for packed sequences, held to the occupancy of chapter 09's
+// (ch08::kPackedMinBlocks).
+template <class T, int W, int N, int kRows, class Seqs, std::enable_if_t<Seqs::kPacked, int> = 0>
+__global__ void __launch_bounds__(kClBwdThreads, ch08::kPackedMinBlocks)
+    conv_bwd_cl(BwdArgs<T> a, FastDivmod by_col_blocks, FastDivmod by_units, Seqs seqs) {
+  cl_bwd<T, W, N, kRows>(a, by_col_blocks, by_units, seqs);
+}
+
 
 // Rows per lane: the most (of `max_rows`, 32, 16) that still give every multiprocessor 2048 lanes
 // of work; 64 makes the partial sums 1/(4*64) of the tensor. `rows` > 0 asks for one. The chapter
@@ -141,8 +237,9 @@ inline int cl_bwd_rows(int64_t batch, int64_t seqlen, int64_t dim, int access, i
 }
 
 // Units of the deterministic sums along one sequence: 4 tiles each.
+// (At least one: chapter 10's packed sequences of no tokens at all still have gradients to write.)
 inline int64_t cl_bwd_units(int64_t seqlen, int rows) {
-  return ceil_div(seqlen, int64_t(kClLanesDown) * rows);
+  return std::max<int64_t>(1, ceil_div(seqlen, int64_t(kClLanesDown) * rows));
 }
 
 // Where conv_bwd_cl's units lie in the partial-sum buffer, for reduce_partials: the unit of channel d
@@ -167,9 +264,10 @@ int cl_bwd_channels(const BwdArgs<T>& a, int max_access_bytes = 0) {
   return n;
 }
 
-template <class T>
+// For the sequences `seqs` (chapter 10 passes packed ones).
+template <class T, class Seqs = OneSequencePerRow>
 void launch_cl_bwd(const BwdArgs<T>& a, int width, int rows, int max_access_bytes = 0,
-                   cudaStream_t s = 0, KernelFacts* facts = nullptr) {
+                   cudaStream_t s = 0, KernelFacts* facts = nullptr, const Seqs& seqs = {}) {
   const int channels = cl_bwd_channels(a, max_access_bytes);
   auto with_channels = [&](auto access) {
     constexpr int N = decltype(access)::value;
@@ -179,15 +277,23 @@ void launch_cl_bwd(const BwdArgs<T>& a, int width, int rows, int max_access_byte
     const int64_t blocks = ceil_div(a.batch * units * col_blocks * kWarpLanes, kClBwdThreads);
     dispatch_width(width, [&](auto w) {
       constexpr int W = decltype(w)::value;
-      void (*kernel)(BwdArgs<T>, FastDivmod, FastDivmod) = nullptr;
+      void (*kernel)(BwdArgs<T>, FastDivmod, FastDivmod, Seqs) = nullptr;
+      auto pick = [&](auto r) {
+        constexpr int R = decltype(r)::value;
+        if constexpr (ch08::compiled<Seqs, T, ch08::Family::cl_bwd>(R, N))
+          kernel = conv_bwd_cl<T, W, N, R, Seqs>;
+      };
       switch (rows) {
-        case 16: kernel = conv_bwd_cl<T, W, N, 16>; break;
-        case 32: kernel = conv_bwd_cl<T, W, N, 32>; break;
-        case 64: kernel = conv_bwd_cl<T, W, N, 64>; break;
+        case 16: pick(std::integral_constant<int, 16>{}); break;
+        case 32: pick(std::integral_constant<int, 32>{}); break;
+        case 64: pick(std::integral_constant<int, 64>{}); break;
         default: throw std::invalid_argument("conv_bwd_cl: rows per lane must be 16, 32 or 64");
       }
+      if (!kernel)
+        throw std::invalid_argument("conv_bwd_cl: not compiled for " + std::to_string(rows) +
+                                    " rows of " + std::to_string(N) + " channels with these sequences");
       launch_or_describe("conv_bwd_cl", kernel, blocks, kClBwdThreads, s, facts, a, by_col_blocks,
-                         by_units);
+                         by_units, seqs);
     });
   };
   switch (channels) {

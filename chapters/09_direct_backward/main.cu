@@ -66,7 +66,7 @@ ChapterSpec chapter_spec() {
   s.dtypes = {Dtype::fp32, Dtype::fp16, Dtype::bf16};
   s.defaults.dtype = Dtype::bf16;
   s.bias = s.silu = true;
-  s.backward = true;
+  s.pass = "backward";
   return s;
 }
 

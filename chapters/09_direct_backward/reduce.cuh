@@ -4,16 +4,11 @@
 // size only, never on which unit finished first.
 #pragma once
 
+#include "chapters/09_direct_backward/bwd_common.cuh"
 #include "common/launch.cuh"
 #include "common/util.h"
 
 namespace conv1d::ch09 {
-
-// Where the units of channel d lie: partials[a1 * stride1 + a2 * stride2 + d * stride_d + k] for
-// a1 < count1, a2 < count2 (added a1 outer, a2 inner), k <= W.
-struct PartialLayout {
-  int64_t count1, stride1, count2, stride2, stride_d;
-};
 
 // [docs:ch09_reduce]
 // A block is 32 (channel, k) columns by kReduceGroups groups of them (a warp each): group y adds

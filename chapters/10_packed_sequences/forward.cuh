@@ -1,33 +1,29 @@
-// Chapter 10: a packed forward is up to three launches (masks, convolution, sequence edges); what they are given in each form, and the launches in order. The chapter and its tests
-// both go through here.
+// Chapter 10: a packed forward is one launch of chapter 08's kernel (cf_chunked or cl_tiled) with a
+// sequence policy (sequences.cuh). What each form hands to it, and the launch; the chapter and its
+// tests both go through here.
 #pragma once
+
+#include <stdexcept>
 
 #include "chapters/08_direct_forward/cf_chunked.cuh"
 #include "chapters/08_direct_forward/cl_tiled.cuh"
-#include "chapters/10_packed_sequences/edges.cuh"
-#include "chapters/10_packed_sequences/masks.cuh"
+#include "chapters/10_packed_sequences/sequences.cuh"
 #include "common/tensor.h"
 
 namespace conv1d::ch10 {
+
+enum class Form { plain, rows, varlen };
 
 template <class T>
 struct Forward {
   ch08::DirectArgs<T> conv;
   Layout layout = Layout::channel_first;
-  bool masks = false;  // packing_masks first, and the convolution with its masks
-  MaskArgs mask_args{};
-  bool edges = false;  // false: chapter 08's kernel alone
-  SeqEdges<T> edge_args{};
+  Form form = Form::plain;
+  PackedRows<T> rows{};
+  Varlen<T> varlen{};
 };
 
-template <class T>
-SeqEdges<T> edges_of(const ch08::DirectArgs<T>& a, Layout layout) {
-  SeqEdges<T> e{a.x, a.out, a.weight, a.bias, a.batch, a.dim, a.seqlen,
-                layout == Layout::channel_last, a.silu};
-  return e;
-}
-
-// Chapter 08's forward, nothing else.
+// Chapter 08's forward, nothing else: the baseline a packed run is measured against.
 template <class T>
 Forward<T> plain_forward(const ch08::DirectArgs<T>& a, Layout layout) {
   Forward<T> f;
@@ -36,24 +32,19 @@ Forward<T> plain_forward(const ch08::DirectArgs<T>& a, Layout layout) {
   return f;
 }
 
-// The rows form: x and out in `layout`; seq_idx [B, L] (optional: without it every tap in the row
-// counts, and `masks` is not used), masks [B, L] bytes of scratch, initial states [B, D, W-1]
-// (optional), final states [B, D, W-1] out.
+// The rows form: x and out in `layout`; seq_idx [B, L] (optional: without it each row is one
+// sequence), initial states [B, D, W-1] (optional: zeros), final states [B, D, W-1] (optional). The
+// two state buffers must not overlap.
 template <class T>
 Forward<T> rows_forward(const ch08::DirectArgs<T>& a, Layout layout, const int32_t* seq_idx,
-                        uint8_t* masks, const T* initial_states, T* final_states) {
+                        const T* initial_states, T* final_states) {
   Forward<T> f = plain_forward(a, layout);
-  f.edges = true;
-  f.edge_args = edges_of(a, layout);
-  f.edge_args.states_in = initial_states;
-  f.edge_args.states_out = final_states;
-  if (seq_idx != nullptr) {
-    f.masks = true;
-    f.mask_args = MaskArgs{masks, a.batch, a.seqlen};
-    f.mask_args.seq_idx = seq_idx;
-    f.edge_args.seq_idx = seq_idx;
-    f.edge_args.masks = masks;
-  }
+  f.form = Form::rows;
+  f.rows.seq_idx = seq_idx;
+  f.rows.seqlen = a.seqlen;
+  f.rows.dim = a.dim;
+  f.rows.initial_states = initial_states;
+  f.rows.final_states = final_states;
   return f;
 }
 
@@ -63,40 +54,65 @@ Forward<T> rows_forward(const ch08::DirectArgs<T>& a, Layout layout, const int32
 template <class T>
 Forward<T> varlen_forward(const ch08::DirectArgs<T>& a, const int32_t* cu_seqlens,
                           int32_t sequences, const int32_t* state_indices, T* cache,
-                          bool read_states, uint8_t* masks) {
+                          bool read_states) {
   Forward<T> f = plain_forward(a, Layout::channel_last);
-  f.masks = true;
-  f.mask_args = MaskArgs{masks, 1, a.seqlen};
-  f.mask_args.cu_seqlens = cu_seqlens;
-  f.mask_args.sequences = sequences;
-  f.edges = true;
-  f.edge_args = edges_of(a, Layout::channel_last);
-  f.edge_args.cu_seqlens = cu_seqlens;
-  f.edge_args.state_indices = state_indices;
-  f.edge_args.sequences = sequences;
-  f.edge_args.states_in = read_states ? cache : nullptr;
-  f.edge_args.states_out = cache;
+  f.form = Form::varlen;
+  f.varlen.cu_seqlens = cu_seqlens;
+  f.varlen.sequences = sequences;
+  f.varlen.state_indices = state_indices;
+  f.varlen.total = a.seqlen;
+  f.varlen.dim = a.dim;
+  f.varlen.states_in = read_states ? cache : nullptr;
+  f.varlen.states_out = cache;
   return f;
 }
 
-// The launches, each through record(name, launch) (the chapter times them one by one); `vectors`
-// and `rows` are chapter 08's launch choices (cf_chunked, cl_tiled). With `facts`, only describes
-// the convolution kernel.
+// The channel-last access chapter 10's kernels are compiled for (ch08::compiled): 16 bytes where D
+// allows it, else one element.
+template <class T>
+int access_bytes(const ch08::DirectArgs<T>& a) {
+  return ch08::cl_access_elements(a) == kPer16<T> ? 16 : int(sizeof(T));
+}
+// Chapter 08's time steps per thread for the channel-last kernel at this shape.
+template <class T>
+int tiled_rows(const ch08::DirectArgs<T>& a, int sm_count) {
+  const int n = access_bytes(a) / int(sizeof(T));
+  return ch08::cl_tiled_rows(a.batch, a.seqlen, a.dim / n, sm_count, 0, sizeof(T) == 4 ? 32 : 16);
+}
+
+// Do two byte ranges overlap?
+inline bool overlap(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
+  const char *pa = static_cast<const char*>(a), *pb = static_cast<const char*>(b);
+  return a && b && pa < pb + b_bytes && pb < pa + a_bytes;
+}
+
+// The one launch of a forward (forward_kernels.cuh; compiled once per storage type in the
+// chapter's kernel library, the chapter and its tests link it). With `facts`, only describes it.
+template <class T>
+void run_forward(const Forward<T>& f, int width, int vectors, int rows, cudaStream_t s,
+                 KernelFacts* facts);
+extern template void run_forward<float>(const Forward<float>&, int, int, int, cudaStream_t,
+                                        KernelFacts*);
+extern template void run_forward<__half>(const Forward<__half>&, int, int, int, cudaStream_t,
+                                         KernelFacts*);
+extern template void run_forward<__nv_bfloat16>(const Forward<__nv_bfloat16>&, int, int, int,
+                                                cudaStream_t, KernelFacts*);
+
+// The launch, through record(name, launch) (the chapter times it); `vectors` and `rows` are chapter
+// 08's launch choices (cf_chunked, cl_tiled). With `facts`, only describes the kernel.
 template <class T, class Record>
 void launch_forward(const Forward<T>& f, int width, int vectors, int rows, Record&& record,
                     cudaStream_t s = 0, KernelFacts* facts = nullptr) {
-  const uint8_t* masks = f.masks ? f.mask_args.masks : nullptr;
-  const bool cl = f.layout == Layout::channel_last;
-  auto conv = [&] {
-    if (cl)
-      ch08::launch_cl_tiled(f.conv, width, rows, 16, s, facts, masks);
-    else
-      ch08::launch_cf_chunked(f.conv, width, vectors, s, facts, masks);
-  };
-  if (facts) return conv();
-  if (f.masks) record("packing_masks", [&] { launch_packing_masks(f.mask_args, width, s); });
-  record(cl ? "conv_fwd_cl_tiled" : "conv_fwd_cf_chunked", conv);
-  if (f.edges) record("sequence_edges", [&] { launch_sequence_edges(f.edge_args, width, s); });
+  if (f.form == Form::rows) {
+    const size_t bytes = size_t(f.conv.batch * f.conv.dim * (width - 1)) * sizeof(T);
+    if (overlap(f.rows.initial_states, bytes, f.rows.final_states, bytes))
+      throw std::invalid_argument(
+          "the rows form's initial and final states must not overlap (the varlen form's cache "
+          "is the one updated in place)");
+  }
+  if (facts) return run_forward(f, width, vectors, rows, s, facts);
+  record(f.layout == Layout::channel_last ? "conv_fwd_cl_tiled" : "conv_fwd_cf_chunked",
+         [&] { run_forward(f, width, vectors, rows, s, nullptr); });
 }
 
 }  // namespace conv1d::ch10

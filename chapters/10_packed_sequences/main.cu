@@ -1,6 +1,7 @@
 // Chapter 10 - packed sequences and state passing. See docs/10_packed_sequences.md.
 //
-// Chapter 08's forward kernels, taught to run the convolution the way models feed it:
+// Chapter 08's forward and chapter 09's backward kernels, taught to run the convolution the way
+// models feed it:
 //
 //   rows    several documents packed into each row of [B, D, L] or [B, L, D], told apart by seq_idx
 //           (--seq-lens), a row continuing from initial states (--initial-states) and handing its
@@ -8,24 +9,21 @@
 //   varlen  channel-last tokens [total, D] of N sequences of any length (cu_seqlens), each starting
 //           from its own row of a state cache (or from zeros) and writing its final state back.
 //
-// A run of a form is up to three kernels:
-//
-//   packing_masks     one byte per token: which of its W taps count          (masks.cuh)
-//   conv_fwd_*        chapter 08's cf_chunked or cl_tiled, reading the masks  (chapter 08, kMasked)
-//   sequence_edges    the first W-1 outputs of each sequence that starts from a state, again, with
-//                     the state in the window; the last W-1 inputs of each row or sequence, its
-//                     final state                                             (edges.cuh)
-//
-// and chapter 08's kernels run on the same x without packing (cf_plain, cl_plain) measure what the
-// packing costs. As in chapters 08 and 09 the tensors stay on the device and a timed run is the
-// kernels alone.
+// Both are the same kernels with a sequence policy (sequences.cuh): they ask it, once per tile or
+// vector, whether every output there counts all its taps (almost everywhere: the plain path), and
+// only near a sequence's edges do they look at each position. A packed forward is one launch; a
+// packed backward is the kernel and chapter 09's fixed-order sum of the weight gradients, with the
+// states' gradients (dinitial_states, and dfinal_states coming back in) handled by the same launch.
+// Chapter 08's and 09's kernels on the same x without packing (*_plain) measure what it costs. As in
+// chapters 08 and 09 the tensors stay on the device and a timed run is the kernels alone.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
-#include <cstring>
-#include <numeric>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "chapters/10_packed_sequences/backward.cuh"
 #include "chapters/10_packed_sequences/forward.cuh"
 #include "chapters/10_packed_sequences/packing.h"
 #include "common/buffers.h"
@@ -39,6 +37,7 @@ namespace {
 struct Flags {
   std::string form = "both";    // rows, varlen, both
   std::string layout = "both";  // of the rows form
+  std::string direction = "both";
   std::string seq_lens = "random:8";
   bool initial_states = false;
   int64_t chunks = 1;
@@ -46,9 +45,14 @@ struct Flags {
 
 // One measured variant.
 struct Step {
-  std::string name;  // cf_packed, cl_packed, cl_varlen, cf_plain, cl_plain, cf_chunks, cl_chunks
   Layout layout;
   enum Kind { packed, plain, varlen, chunks } kind;
+  bool backward;
+  std::string name() const {
+    static const char* kinds[] = {"packed", "plain", "varlen", "chunks"};
+    return std::string(layout == Layout::channel_first ? "cf_" : "cl_") + kinds[kind] +
+           (backward ? "_bwd" : "");
+  }
 };
 
 ChapterSpec chapter_spec() {
@@ -57,8 +61,12 @@ ChapterSpec chapter_spec() {
   s.dtypes = {Dtype::fp32, Dtype::fp16, Dtype::bf16};
   s.defaults.dtype = Dtype::bf16;
   s.bias = s.silu = true;
+  s.pass = "forward and backward";
   return s;
 }
+
+// The tolerance of the state gradients: fp32 values, sums of a few terms.
+Tolerance state_tolerance() { return default_tolerance(Dtype::fp32); }
 
 class PackedChapter : public Chapter {
  public:
@@ -74,8 +82,7 @@ class PackedChapter : public Chapter {
                      flags_.seq_lens = v;
                      if (v == "none") return std::string();
                      std::vector<int64_t> lens;
-                     const std::string err = parse_seq_lens(v, int64_t(1) << 40, 0, false, &lens);
-                     return err;
+                     return parse_seq_lens(v, int64_t(1) << 40, 0, false, &lens);
                    }};
     return {
         choice_flag("--form", &flags_.form, {"rows", "varlen", "both"},
@@ -83,13 +90,17 @@ class PackedChapter : public Chapter {
                     "tokens as [B*L, D]) or both (default)"),
         choice_flag("--layout", &flags_.layout, {"channel-first", "channel-last", "both"},
                     "layout of the rows form (default both); varlen is channel-last"),
+        choice_flag("--direction", &flags_.direction, {"forward", "backward", "both"},
+                    "the forward, the backward (dx, dweight, dbias and the states' gradients) or "
+                    "both (default)"),
         lens,
         switch_flag("--initial-states", &flags_.initial_states,
                     "rows start from random initial states; varlen sequences from random rows of "
                     "a state cache (one in eight from zeros)"),
         int_flag("--chunks", &flags_.chunks, 1, 64,
-                 "also run the rows form as K chunks that pass their final states on, and check "
-                 "it against the one-pass run bit for bit (needs --seq-lens none; default 1)")};
+                 "also run the rows form as K chunks that pass their states on (the backward "
+                 "passes their gradients back), and check it against the one-pass run bit for bit "
+                 "(needs --seq-lens none; default 1)")};
   }
 
   std::string check(const Options& o) override {
@@ -104,6 +115,8 @@ class PackedChapter : public Chapter {
              " needs --seqlen >= " + std::to_string(2 * flags_.chunks + 3);
     if (flags_.seq_lens == "none" && flags_.form == "varlen")
       return "--form varlen needs sequence lengths (--seq-lens random:N or a list)";
+    if (o.batch * o.seqlen > (int64_t(1) << 31) - 1 && varlen())
+      return "--form varlen: at most 2^31 - 1 tokens (B*L; cu_seqlens are int32)";
     if (flags_.seq_lens != "none") {  // lists against the shape (random:N fits any)
       std::vector<int64_t> lens;
       std::string err;
@@ -112,35 +125,44 @@ class PackedChapter : public Chapter {
         err = parse_seq_lens(flags_.seq_lens, o.batch * o.seqlen, 0, true, &lens);
       if (!err.empty()) return err;
     }
-    if (rows())
-      for (Layout l : {Layout::channel_first, Layout::channel_last}) {
-        if (!wants(l)) continue;
-        const std::string p = l == Layout::channel_first ? "cf_" : "cl_";
-        steps_.push_back({p + "packed", l, Step::packed});
-        if (flags_.chunks > 1) steps_.push_back({p + "chunks", l, Step::chunks});
-        steps_.push_back({p + "plain", l, Step::plain});
-      }
-    if (varlen()) steps_.push_back({"cl_varlen", Layout::channel_last, Step::varlen});
+    for (bool bwd : {false, true}) {
+      if (!(bwd ? backward() : forward())) continue;
+      if (rows())
+        for (Layout l : {Layout::channel_first, Layout::channel_last}) {
+          if (!wants(l)) continue;
+          steps_.push_back({l, Step::packed, bwd});
+          if (flags_.chunks > 1) steps_.push_back({l, Step::chunks, bwd});
+          steps_.push_back({l, Step::plain, bwd});
+        }
+      if (varlen()) steps_.push_back({Layout::channel_last, Step::varlen, bwd});
+    }
     return "";
   }
 
   MemoryNeed memory(const Frame& f) override {
     const Options& o = f.opt;
     const int64_t n = o.batch * o.dim * o.seqlen, e = dtype_bytes(o.dtype);
-    const int64_t tensors = (uses(Layout::channel_first) ? 1 : 0) + (uses(Layout::channel_last) ? 1 : 0);
-    const int64_t states = (o.batch * 3 + 1) * o.dim * (o.width - 1) * e;  // rows, cache, chunks
+    const int64_t layouts = (uses(Layout::channel_first) ? 1 : 0) + (uses(Layout::channel_last) ? 1 : 0);
+    const int64_t dirs = (forward() ? 1 : 0) + (backward() ? 1 : 0);
+    const int64_t chunk_copies = flags_.chunks > 1 ? 2 : 1;  // the pieces hold a second copy
+    // States: rows' initial and final, the cache twice, and their fp32 gradients; per chunk too.
+    const int64_t states = (o.batch * 4 + 1) * o.dim * (o.width - 1) * 4 * (flags_.chunks + 2);
     MemoryNeed m;
-    m.device_bytes = 2 * tensors * n * e * (flags_.chunks > 1 ? 2 : 1) + 6 * o.batch * o.seqlen +
-                     states * (flags_.chunks + 2) + o.dim * (o.width + 1) * e;
-    // Host: x, its channel-last copy, an output per tensor; fp64 x (twice, while the references are
-    // computed) and the references (packed rows, plain rows, varlen).
-    m.host_bytes = (2 + 2 * tensors) * n * e + 5 * n * 8;
+    // Per layout: x and out (forward), dout and dx (backward); the partial sums (at most one unit
+    // of W+1 per 16 elements, or per row of a short sequence).
+    m.device_bytes = 2 * dirs * layouts * n * e * chunk_copies + 5 * o.batch * o.seqlen + states +
+                     (n / 16 + o.batch * o.dim) * (o.width + 1) * 4 + o.dim * (o.width + 1) * 8;
+    // Host: x, dout and their channel-last copies, a result per tensor; fp64 x and dout and the
+    // references (packed, plain, varlen: forward outputs, backward dx).
+    m.host_bytes = (4 + 2 * layouts) * n * e + (2 + 3 * dirs) * n * 8 +
+                   reference_backward_scratch_bytes(ConvShape{o.batch, o.dim, o.seqlen, o.width});
     return m;
   }
 
   void describe(const Frame&) override {
-    std::printf("packing: --seq-lens %s, %s, form %s", flags_.seq_lens.c_str(),
-                flags_.initial_states ? "with initial states" : "from zeros", flags_.form.c_str());
+    std::printf("packing: --seq-lens %s, %s, form %s, %s", flags_.seq_lens.c_str(),
+                flags_.initial_states ? "with initial states" : "from zeros", flags_.form.c_str(),
+                flags_.direction.c_str());
     if (flags_.chunks > 1) std::printf(", rows also as %d chunks", int(flags_.chunks));
     std::printf("\n");
   }
@@ -153,64 +175,50 @@ class PackedChapter : public Chapter {
     spec.chunks = static_cast<int>(flags_.chunks);
     spec.rows = rows();
     spec.varlen = varlen();
+    spec.forward = forward();
+    spec.backward = backward();
     const std::string err = make_packed(opt_, spec, &pk_);
     if (!err.empty()) throw std::invalid_argument(err);
     return pk_.summary();
   }
 
-  void save_inputs(const std::string& dir) override {
-    const Options& o = opt_;
-    write_npy(dir + "/x.npy", pk_.in.x, {o.batch, o.dim, o.seqlen});
-    write_npy(dir + "/weight.npy", pk_.in.weight, {o.dim, o.width});
-    if (o.bias) write_npy(dir + "/bias.npy", pk_.in.bias, {o.dim});
-    if (rows()) {  // the rows form's inputs beside x, and its references
-      if (!pk_.seq_idx.empty())
-        write_npy(dir + "/seq_idx.npy", pk_.seq_idx.data(), "<i4", {o.batch, o.seqlen});
-      if (pk_.init.size() > 0)
-        write_npy(dir + "/initial_states.npy", pk_.init, {o.batch, o.dim, o.width - 1});
-      write_npy(dir + "/reference.npy", pk_.ref_rows, {o.batch, o.dim, o.seqlen});
-      write_npy(dir + "/final_states_reference.npy", pk_.ref_final,
-                {o.batch, o.dim, o.width - 1});
-    }
-    std::printf("wrote x, weight%s%s and the rows form's references ([B, D, L]) as .npy files to "
-                "%s\n",
-                o.bias ? ", bias" : "", rows() ? ", seq_idx and initial states (where used)" : "",
-                dir.c_str());
-  }
+  void save_inputs(const std::string& dir) override;
 
   std::vector<MeasuredVariant> variants(const Frame& f) override {
     upload();
     sm_count_ = f.dev.sm_count;
     const Options& o = opt_;
-    const int e = dtype_bytes(o.dtype);
-    vectors_ =
-        ch08::chunked_vectors(ceil_div(o.batch * o.dim * o.seqlen, 16 / e), f.dev.sm_count);
+    vectors_ = ch08::chunked_vectors(ceil_div(o.batch * o.dim * o.seqlen, 16 / dtype_bytes(o.dtype)),
+                                     f.dev.sm_count);
     std::vector<MeasuredVariant> vs;
-    for (const Step& st : steps_) vs.push_back(variant(st, f));
+    for (const Step& st : steps_) vs.push_back(variant(st));
     return vs;
   }
 
-  // What packing costs: each packed step's whole run against chapter 08's kernel on the same x.
+  // What packing costs: each packed step's whole run against the plain kernels on the same x.
   void report(const Frame&, std::vector<VariantResult>& results) override {
     auto find = [&](const std::string& name) -> const VariantResult* {
       for (const VariantResult& r : results)
         if (r.name == name) return &r;
       return nullptr;
     };
-    for (const char* l : {"cf_", "cl_"}) {
-      const VariantResult* packed = find(std::string(l) + "packed");
-      const VariantResult* plain = find(std::string(l) + "plain");
-      if (!packed || !plain || plain->device_ms.median <= 0) continue;
-      std::printf("%spacked against %splain: %.3f ms against %.3f ms per forward, %+.1f %%\n", l,
-                  l, packed->device_ms.median, plain->device_ms.median,
-                  100.0 * (packed->device_ms.median / plain->device_ms.median - 1.0));
-    }
+    for (const char* dir : {"", "_bwd"})
+      for (const char* l : {"cf_", "cl_"}) {
+        const VariantResult* packed = find(std::string(l) + "packed" + dir);
+        const VariantResult* plain = find(std::string(l) + "plain" + dir);
+        if (!packed || !plain || plain->device_ms.median <= 0) continue;
+        std::printf("%spacked%s against %splain%s: %.3f ms against %.3f ms, %+.1f %%\n", l, dir, l,
+                    dir, packed->device_ms.median, plain->device_ms.median,
+                    100.0 * (packed->device_ms.median / plain->device_ms.median - 1.0));
+      }
   }
 
  private:
   bool rows() const { return flags_.form != "varlen"; }
   // A varlen batch is made of sequence lengths: with --seq-lens none, "both" runs the rows form only.
   bool varlen() const { return flags_.form != "rows" && flags_.seq_lens != "none"; }
+  bool forward() const { return flags_.direction != "backward"; }
+  bool backward() const { return flags_.direction != "forward"; }
   bool wants(Layout l) const {
     return flags_.layout == "both" ||
            flags_.layout == (l == Layout::channel_first ? "channel-first" : "channel-last");
@@ -220,77 +228,163 @@ class PackedChapter : public Chapter {
   }
 
   // Device tensors of one layout; the chunks' own with --chunks.
+  struct Chunk {
+    DeviceBuffer x, out, states;                    // forward: its x, out, final states
+    DeviceBuffer dout, dx, init, dinit, dw, db;     // backward
+  };
   struct Tensors {
-    DeviceBuffer x, out;
-    HostArray out_host;
-    std::vector<DeviceBuffer> chunk_x, chunk_out, chunk_states;
+    DeviceBuffer x, out, dout, dx;
+    std::vector<Chunk> chunks;
   };
   Tensors& tensors(Layout l) { return l == Layout::channel_first ? first_ : last_; }
 
+  // One variant's results on the host.
+  struct Results {
+    HostArray out, dx;              // in the step's layout; chunks: assembled
+    HostArray final_states, cache;  // forward
+    std::vector<float> dweight, dbias, dstates;
+    std::vector<float> first_dweight, first_dbias;  // the first verification run's (deterministic)
+  };
+
   void upload();
   template <class T>
-  Forward<T> plan(const Step& st, Tensors& t, int64_t chunk = -1);
+  Forward<T> plan(const Step& st, int64_t chunk = -1);
   template <class T>
-  void run_plan(const Forward<T>& f, PhaseRecorder* rec, KernelFacts* facts = nullptr);
-  void copy_out(const Step& st);
-  CheckResult check(const Step& st);
-  MeasuredVariant variant(const Step& st, const Frame& f);
+  Backward<T> plan_backward(const Step& st, int64_t chunk = -1);
+  void launch(const Step& st, RunContext* ctx, KernelFacts* facts);
+  void copy_out(const Step& st, Results& r);
+  CheckResult check(const Step& st, Results& r);
+  CheckResult check_forward(const Step& st, Results& r);
+  CheckResult check_backward(const Step& st, Results& r);
+  MeasuredVariant variant(const Step& st);
 
   Flags flags_;
   std::vector<Step> steps_;
   Options opt_;
   Packed pk_;
-  DeviceBuffer weight_, bias_, init_, final_, seq_idx_, masks_, cu_, slots_, cache_, cache0_;
-  HostArray final_host_, cache_host_;
+  DeviceBuffer weight_, bias_, init_, final_, seq_idx_, cu_, slots_, cache_, cache0_;
+  DeviceBuffer dfinal_rows_, dinit_, dfinal_cache_, dstates_, dstates0_, partials_, dweight_,
+      dbias_;
   Tensors first_, last_;
   int vectors_ = 1, sm_count_ = 1;
-  HostArray one_pass_[2], one_pass_final_[2];  // cf_packed / cl_packed results, for the chunks
+  std::vector<std::unique_ptr<Results>> results_;
+  Results* one_pass_[2][2] = {};  // [backward][layout]: the packed step's results, for the chunks
 };
+
+DeviceBuffer to_device(const void* p, size_t bytes) {
+  DeviceBuffer d(bytes);
+  if (bytes) GPU_CHECK(cudaMemcpy(d.get(), p, bytes, cudaMemcpyHostToDevice));
+  return d;
+}
+DeviceBuffer to_device(const HostArray& h) { return to_device(h.data(), h.bytes()); }
+template <class V>
+DeviceBuffer to_device(const std::vector<V>& v) {
+  return to_device(v.data(), v.size() * sizeof(V));
+}
+template <class V>
+void to_host(std::vector<V>& v, const DeviceBuffer& d) {
+  std::fill(v.begin(), v.end(), V(std::nan("")));
+  GPU_CHECK(cudaMemcpy(v.data(), d.get(), v.size() * sizeof(V), cudaMemcpyDeviceToHost));
+}
+void to_host(HostArray& h, const DeviceBuffer& d) {
+  h.fill_nan();
+  GPU_CHECK(cudaMemcpy(h.data(), d.get(), h.bytes(), cudaMemcpyDeviceToHost));
+}
+
+void PackedChapter::save_inputs(const std::string& dir) {
+  const Options& o = opt_;
+  const std::vector<int64_t> bdl{o.batch, o.dim, o.seqlen}, states{o.batch, o.dim, o.width - 1};
+  write_npy(dir + "/x.npy", pk_.in.x, bdl);
+  write_npy(dir + "/weight.npy", pk_.in.weight, {o.dim, o.width});
+  if (o.bias) write_npy(dir + "/bias.npy", pk_.in.bias, {o.dim});
+  if (backward()) write_npy(dir + "/dout.npy", pk_.dout, bdl);
+  if (rows()) {  // the rows form's inputs beside x, and its references
+    if (!pk_.seq_idx.empty())
+      write_npy(dir + "/seq_idx.npy", pk_.seq_idx.data(), "<i4", {o.batch, o.seqlen});
+    if (pk_.init.size() > 0) write_npy(dir + "/initial_states.npy", pk_.init, states);
+    if (forward()) {
+      write_npy(dir + "/reference.npy", pk_.ref_rows, bdl);
+      write_npy(dir + "/final_states_reference.npy", pk_.ref_final, states);
+    }
+    if (backward()) {
+      write_npy(dir + "/dfinal_states.npy", pk_.dfinal_rows.data(), "<f4", states);
+      write_npy(dir + "/dx_reference.npy", pk_.grad_rows.dx, bdl);
+      write_npy(dir + "/dinitial_states_reference.npy", pk_.grad_rows.dstates, states);
+    }
+  }
+  std::printf("wrote x, weight%s%s%s as .npy files to %s\n", o.bias ? ", bias" : "",
+              backward() ? ", dout" : "",
+              rows() ? ", seq_idx, the states and the rows form's references ([B, D, L])" : "",
+              dir.c_str());
+}
 
 void PackedChapter::upload() {
   const Options& o = opt_;
-  const int64_t S = o.width - 1;
-  auto to_device = [](const void* p, size_t bytes) {
-    DeviceBuffer d(bytes);
-    if (bytes) GPU_CHECK(cudaMemcpy(d.get(), p, bytes, cudaMemcpyHostToDevice));
-    return d;
-  };
-  weight_ = to_device(pk_.in.weight.data(), pk_.in.weight.bytes());
-  bias_ = to_device(pk_.in.bias.data(), pk_.in.bias.bytes());
-  init_ = to_device(pk_.init.data(), pk_.init.bytes());
-  final_ = DeviceBuffer(size_t(o.batch * o.dim * S * dtype_bytes(o.dtype)));
-  final_host_ = HostArray(o.dtype, size_t(o.batch * o.dim * S));
-  seq_idx_ = to_device(pk_.seq_idx.data(), pk_.seq_idx.size() * sizeof(int32_t));
-  masks_ = DeviceBuffer(size_t(o.batch * o.seqlen));
+  const int64_t S = o.width - 1, states = o.batch * o.dim * S;
+  weight_ = to_device(pk_.in.weight);
+  bias_ = to_device(pk_.in.bias);
+  init_ = to_device(pk_.init);
+  final_ = DeviceBuffer(size_t(states * dtype_bytes(o.dtype)));
+  seq_idx_ = to_device(pk_.seq_idx);
+  dweight_ = DeviceBuffer(size_t(o.dim * o.width) * sizeof(float));
+  dbias_ = DeviceBuffer(size_t(o.dim) * sizeof(float));
+  if (backward()) {
+    dfinal_rows_ = to_device(pk_.dfinal_rows);
+    dinit_ = DeviceBuffer(size_t(states) * sizeof(float));
+  }
   if (varlen()) {
-    cu_ = to_device(pk_.cu_seqlens.data(), pk_.cu_seqlens.size() * sizeof(int32_t));
-    slots_ = to_device(pk_.slots.data(), pk_.slots.size() * sizeof(int32_t));
-    cache0_ = to_device(pk_.cache.data(), pk_.cache.bytes());
+    cu_ = to_device(pk_.cu_seqlens);
+    slots_ = to_device(pk_.slots);
+    cache0_ = to_device(pk_.cache);
     cache_ = DeviceBuffer(pk_.cache.bytes());
-    cache_host_ = HostArray(o.dtype, pk_.cache.size());
+    if (backward()) {
+      dfinal_cache_ = to_device(pk_.dfinal_cache);
+      const std::vector<float> untouched(pk_.dfinal_cache.size(), kUntouched);
+      dstates0_ = to_device(untouched);
+      dstates_ = DeviceBuffer(dstates0_.bytes());
+    }
   }
   for (Layout l : {Layout::channel_first, Layout::channel_last}) {
     if (!uses(l)) continue;
     Tensors& t = tensors(l);
-    const HostArray& x = l == Layout::channel_first ? pk_.in.x : pk_.x_last;
-    t.x = to_device(x.data(), x.bytes());
-    t.out = DeviceBuffer(x.bytes());
-    t.out_host = HostArray(o.dtype, x.size());
+    const bool cf = l == Layout::channel_first;
+    const HostArray& x = cf ? pk_.in.x : pk_.x_last;
+    t.x = to_device(x);
+    if (forward()) t.out = DeviceBuffer(x.bytes());
+    if (backward()) {
+      t.dout = to_device(cf ? pk_.dout : pk_.dout_last);
+      t.dx = DeviceBuffer(x.bytes());
+    }
     if (flags_.chunks > 1 && rows() && wants(l))
       for (size_t k = 0; k < pk_.chunk_lens.size(); ++k) {
+        Chunk c;
         const HostArray xk = chunk_of(x, l, o, pk_.chunk_starts[k], pk_.chunk_lens[k]);
-        t.chunk_x.push_back(to_device(xk.data(), xk.bytes()));
-        t.chunk_out.emplace_back(xk.bytes());
-        t.chunk_states.emplace_back(final_.bytes());
+        c.x = to_device(xk);
+        if (forward()) {
+          c.out = DeviceBuffer(xk.bytes());
+          c.states = DeviceBuffer(final_.bytes());
+        }
+        if (backward()) {
+          c.dout = to_device(chunk_of(cf ? pk_.dout : pk_.dout_last, l, o, pk_.chunk_starts[k],
+                                      pk_.chunk_lens[k]));
+          c.dx = DeviceBuffer(xk.bytes());
+          c.init = to_device(pk_.chunk_init[k]);
+          c.dinit = DeviceBuffer(dinit_.bytes());
+          c.dw = DeviceBuffer(dweight_.bytes());
+          c.db = DeviceBuffer(dbias_.bytes());
+        }
+        t.chunks.push_back(std::move(c));
       }
   }
   pk_.x_last = HostArray();  // on the device now
+  pk_.dout_last = HostArray();
 }
 
-// The launches of one step (of chunk `chunk` of it with --chunks).
+// The forward of one step (of chunk `chunk` of it with --chunks).
 template <class T>
-Forward<T> PackedChapter::plan(const Step& st, Tensors& t, int64_t chunk) {
+Forward<T> PackedChapter::plan(const Step& st, int64_t chunk) {
   const Options& o = opt_;
+  Tensors& t = tensors(st.layout);
   ch08::DirectArgs<T> a{t.x.get<const T>(), weight_.get<const T>(),
                         o.bias ? bias_.get<const T>() : nullptr, t.out.get<T>(), o.batch, o.dim,
                         o.seqlen, o.silu};
@@ -302,180 +396,342 @@ Forward<T> PackedChapter::plan(const Step& st, Tensors& t, int64_t chunk) {
       a.batch = 1;
       a.seqlen = o.batch * o.seqlen;
       return varlen_forward(a, cu_.get<const int32_t>(), static_cast<int32_t>(pk_.lens.size()),
-                            slots_.get<const int32_t>(), cache_.get<T>(), flags_.initial_states,
-                            masks_.get<uint8_t>());
+                            slots_.get<const int32_t>(), cache_.get<T>(), flags_.initial_states);
     case Step::packed:
-      return rows_forward(a, st.layout, pk_.seq_idx.empty() ? nullptr : seq_idx_.get<const int32_t>(),
-                          masks_.get<uint8_t>(), init, final_.get<T>());
+      return rows_forward(a, st.layout,
+                          pk_.seq_idx.empty() ? nullptr : seq_idx_.get<const int32_t>(), init,
+                          final_.get<T>());
     case Step::chunks:
-    default:  // chunk k: its own x and out, the final states of chunk k-1 (the first: the initial)
-      a.x = t.chunk_x[chunk].get<const T>();
-      a.out = t.chunk_out[chunk].get<T>();
+    default: {  // chunk k: its own x and out, the final states of chunk k-1 (the first: the initial)
+      Chunk& c = t.chunks[chunk];
+      a.x = c.x.get<const T>();
+      a.out = c.out.get<T>();
       a.seqlen = pk_.chunk_lens[chunk];
-      return rows_forward(a, st.layout, nullptr, nullptr,
-                          chunk > 0 ? t.chunk_states[chunk - 1].get<const T>() : init,
-                          t.chunk_states[chunk].get<T>());
+      return rows_forward(a, st.layout, nullptr,
+                          chunk > 0 ? t.chunks[chunk - 1].states.get<const T>() : init,
+                          c.states.get<T>());
+    }
   }
 }
 
+// The backward of one step (chunk `chunk` of it with --chunks: its dfinal_states are the next
+// chunk's dinitial_states, so the chunks run last to first).
 template <class T>
-void PackedChapter::run_plan(const Forward<T>& f, PhaseRecorder* rec, KernelFacts* facts) {
-  const int rows = ch08::cl_tiled_rows(f.conv.batch, f.conv.seqlen,
-                                       f.conv.dim / ch08::cl_access_elements(f.conv), sm_count_, 0,
-                                       sizeof(T) == 4 ? 32 : 16);
-  launch_forward(
-      f, opt_.width, vectors_, rows,
-      [&](const char* name, auto&& launch) { rec->kernel(name, launch); }, 0, facts);
-}
-
-void PackedChapter::copy_out(const Step& st) {
+Backward<T> PackedChapter::plan_backward(const Step& st, int64_t chunk) {
   const Options& o = opt_;
   Tensors& t = tensors(st.layout);
-  auto get = [](HostArray& h, const DeviceBuffer& d) {
-    h.fill_nan();
-    GPU_CHECK(cudaMemcpy(h.data(), d.get(), h.bytes(), cudaMemcpyDeviceToHost));
-  };
-  if (st.kind == Step::chunks) {
-    t.out_host.fill_nan();
-    for (size_t k = 0; k < t.chunk_out.size(); ++k) {
-      HostArray piece(o.dtype, t.out_host.size() / o.seqlen * pk_.chunk_lens[k]);
-      get(piece, t.chunk_out[k]);
-      put_chunk(t.out_host, piece, st.layout, o, pk_.chunk_starts[k], pk_.chunk_lens[k]);
+  ch09::BwdArgs<T> a{t.x.get<const T>(),     t.dout.get<const T>(),
+                     weight_.get<const T>(), o.bias ? bias_.get<const T>() : nullptr,
+                     t.dx.get<T>(),          partials_.get<float>(),
+                     dweight_.get<float>(),  dbias_.get<float>(),
+                     o.batch,                o.dim,
+                     o.seqlen,               o.silu,
+                     false};
+  const T* init = pk_.init.empty() ? nullptr : init_.get<const T>();
+  switch (st.kind) {
+    case Step::plain:
+      return plain_backward(a, st.layout);
+    case Step::varlen:
+      a.batch = 1;
+      a.seqlen = o.batch * o.seqlen;
+      return varlen_backward(a, cu_.get<const int32_t>(), static_cast<int32_t>(pk_.lens.size()),
+                             slots_.get<const int32_t>(), cache0_.get<const T>(),
+                             flags_.initial_states, dfinal_cache_.get<const float>(),
+                             dstates_.get<float>());
+    case Step::packed:
+      return rows_backward(a, st.layout,
+                           pk_.seq_idx.empty() ? nullptr : seq_idx_.get<const int32_t>(), init,
+                           dfinal_rows_.get<const float>(), dinit_.get<float>());
+    case Step::chunks:
+    default: {
+      Chunk& c = t.chunks[chunk];
+      a.x = c.x.get<const T>();
+      a.dout = c.dout.get<const T>();
+      a.dx = c.dx.get<T>();
+      a.dweight = c.dw.get<float>();
+      a.dbias = c.db.get<float>();
+      a.seqlen = pk_.chunk_lens[chunk];
+      const bool last = chunk + 1 == int64_t(t.chunks.size());
+      return rows_backward(a, st.layout, nullptr, c.init.get<const T>(),
+                           last ? dfinal_rows_.get<const float>()
+                                : t.chunks[chunk + 1].dinit.get<const float>(),
+                           c.dinit.get<float>());
     }
-    get(final_host_, t.chunk_states.back());
+  }
+}
+
+// The launches of one run of a step, each recorded (or, with `facts`, the main kernel described).
+void PackedChapter::launch(const Step& st, RunContext* ctx, KernelFacts* facts) {
+  const int pieces = st.kind == Step::chunks ? int(pk_.chunk_lens.size()) : 1;
+  auto record = [&](const char* name, auto&& go) {
+    if (ctx) ctx->rec.kernel(name, go);
+  };
+  dispatch_storage(opt_.dtype, [&](auto tag) {
+    using T = device_t<typename decltype(tag)::type>;
+    for (int i = 0; i < pieces; ++i) {
+      const int64_t k = st.kind == Step::chunks ? (st.backward ? pieces - 1 - i : i) : -1;
+      if (!st.backward) {
+        const Forward<T> f = plan<T>(st, k);
+        launch_forward(f, opt_.width, vectors_, tiled_rows(f.conv, sm_count_), record, 0, facts);
+      } else {
+        const Backward<T> b = plan_backward<T>(st, k);
+        launch_backward(b, opt_.width, backward_choices(b.args, sm_count_), record, 0, facts);
+      }
+      if (facts) return;
+    }
+  });
+}
+
+void PackedChapter::copy_out(const Step& st, Results& r) {
+  const Options& o = opt_;
+  Tensors& t = tensors(st.layout);
+  const size_t n = size_t(o.batch * o.dim * o.seqlen);
+  const size_t states = size_t(o.batch * o.dim * (o.width - 1));
+  HostArray& whole = st.backward ? r.dx : r.out;
+  whole = HostArray(o.dtype, n);
+  if (st.kind == Step::chunks) {
+    whole.fill_nan();
+    for (size_t k = 0; k < t.chunks.size(); ++k) {
+      HostArray piece(o.dtype, n / o.seqlen * pk_.chunk_lens[k]);
+      to_host(piece, st.backward ? t.chunks[k].dx : t.chunks[k].out);
+      put_chunk(whole, piece, st.layout, o, pk_.chunk_starts[k], pk_.chunk_lens[k]);
+    }
+    if (!st.backward) {
+      r.final_states = HostArray(o.dtype, states);
+      to_host(r.final_states, t.chunks.back().states);
+      return;
+    }
+    // dweight and dbias: each chunk's, added in chunk order; the states' gradient: chunk 0's.
+    r.dweight.assign(size_t(o.dim * o.width), 0.0f);
+    r.dbias.assign(size_t(o.dim), 0.0f);
+    std::vector<float> dw(r.dweight.size()), db(r.dbias.size());
+    for (const Chunk& c : t.chunks) {
+      to_host(dw, c.dw);
+      to_host(db, c.db);
+      for (size_t i = 0; i < dw.size(); ++i) r.dweight[i] += dw[i];
+      for (size_t i = 0; i < db.size(); ++i) r.dbias[i] += db[i];
+    }
+    r.dstates.resize(states);
+    to_host(r.dstates, t.chunks.front().dinit);
     return;
   }
-  get(t.out_host, t.out);
-  if (st.kind == Step::packed) get(final_host_, final_);
-  if (st.kind == Step::varlen) get(cache_host_, cache_);
+  to_host(whole, st.backward ? t.dx : t.out);
+  if (!st.backward) {
+    if (st.kind == Step::packed) {
+      r.final_states = HostArray(o.dtype, states);
+      to_host(r.final_states, final_);
+    }
+    if (st.kind == Step::varlen) {
+      r.cache = HostArray(o.dtype, pk_.cache.size());
+      to_host(r.cache, cache_);
+    }
+    return;
+  }
+  r.dweight.resize(size_t(o.dim * o.width));
+  r.dbias.resize(size_t(o.dim));
+  to_host(r.dweight, dweight_);
+  to_host(r.dbias, dbias_);
+  if (st.kind == Step::packed) {
+    r.dstates.resize(states);
+    to_host(r.dstates, dinit_);
+  } else if (st.kind == Step::varlen) {
+    r.dstates.resize(pk_.dfinal_cache.size());
+    to_host(r.dstates, dstates_);
+  }
 }
 
-CheckResult PackedChapter::check(const Step& st) {
+// One report from several, every line of it.
+CheckResult combine(const std::vector<VerifyReport>& reports, std::string extra = "") {
+  CheckResult c{true, ""};
+  for (const VerifyReport& v : reports) {
+    c.ok = c.ok && v.ok();
+    c.text += v.summary() + "\n" + (v.ok() ? "" : v.details());
+  }
+  c.text += extra;
+  return c;
+}
+
+CheckResult PackedChapter::check_forward(const Step& st, Results& r) {
   const Options& o = opt_;
-  const Tensors& t = tensors(st.layout);
   const Tolerance tol = default_tolerance(o.dtype);
   const std::vector<int64_t> bdl{o.batch, o.dim, o.seqlen}, states{o.batch, o.dim, o.width - 1};
-  std::vector<VerifyReport> reports;
   // Channel-last outputs are compared in channel-first order: indices are [b, d, t].
-  auto out_cf = [&] {
-    return st.layout == Layout::channel_first ? t.out_host
-                                              : transposed(t.out_host, o.batch, o.seqlen, o.dim);
-  };
-  std::string extra;
-  if (st.kind == Step::plain) {
-    reports.push_back(verify("out", out_cf(), pk_.ref_plain, tol, bdl));
-  } else if (st.kind == Step::varlen) {
-    reports.push_back(verify("out", t.out_host, pk_.ref_varlen, tol, {o.batch * o.seqlen, o.dim}));
+  const HostArray out = st.layout == Layout::channel_first || st.kind == Step::varlen
+                            ? r.out
+                            : transposed(r.out, o.batch, o.seqlen, o.dim);
+  if (st.kind == Step::plain) return combine({verify("out", out, pk_.ref_plain, tol, bdl)});
+  if (st.kind == Step::varlen) {
     // The states are copies of inputs: exact. Rows no sequence writes must be untouched.
-    reports.push_back(verify("state cache", cache_host_, pk_.ref_cache, Tolerance{0, 0},
-                             {int64_t(pk_.ref_cache.size()) / (o.dim * (o.width - 1)), o.dim,
-                              o.width - 1}));
-  } else {
-    const HostArray got = out_cf();
-    reports.push_back(verify("out", got, pk_.ref_rows, tol, bdl));
-    reports.push_back(verify("final_states", final_host_, pk_.ref_final, Tolerance{0, 0}, states));
-    const int li = st.layout == Layout::channel_first ? 0 : 1;
-    if (st.kind == Step::packed) {
-      one_pass_[li] = got;
-      one_pass_final_[li] = final_host_;
-    } else {
-      // The point of the chunks: the same bits as one pass (same arithmetic for every output).
-      const bool out_same = !one_pass_[li].empty() && same_bits(got, one_pass_[li]);
-      const bool final_same = !one_pass_final_[li].empty() && same_bits(final_host_, one_pass_final_[li]);
-      extra = std::string("chunks against one pass: outputs ") +
-              (out_same ? "bit for bit the same" : "DIFFER") + ", final states " +
-              (final_same ? "bit for bit the same" : "DIFFER") + "\n";
-      if (!out_same || !final_same) return CheckResult{false, extra};
-    }
+    return combine({verify("out", out, pk_.ref_varlen, tol, {o.batch * o.seqlen, o.dim}),
+                    verify("state cache", r.cache, pk_.ref_cache, Tolerance{0, 0},
+                           {int64_t(pk_.ref_cache.size()) / (o.dim * (o.width - 1)), o.dim,
+                            o.width - 1})});
   }
-  CheckResult r{true, ""};
-  for (const VerifyReport& v : reports) {
-    r.ok = r.ok && v.ok();
-    r.text += v.summary() + "\n" + (v.ok() ? "" : v.details());
-  }
-  r.text += extra;
-  return r;
+  const CheckResult c = combine({verify("out", out, pk_.ref_rows, tol, bdl),
+                                 verify("final_states", r.final_states, pk_.ref_final,
+                                        Tolerance{0, 0}, states)});
+  const int li = st.layout == Layout::channel_first ? 0 : 1;
+  if (st.kind == Step::packed) return c;
+  // The point of the chunks: the same bits as one pass (the same arithmetic for every output).
+  const Results* one = one_pass_[0][li];
+  const bool out_same = one && same_bits(r.out, one->out);
+  const bool final_same = one && same_bits(r.final_states, one->final_states);
+  return CheckResult{c.ok && out_same && final_same,
+                     c.text + "chunks against one pass: outputs " +
+                         (out_same ? "bit for bit the same" : "DIFFER") + ", final states " +
+                         (final_same ? "bit for bit the same" : "DIFFER") + "\n"};
 }
 
-MeasuredVariant PackedChapter::variant(const Step& st, const Frame&) {
+CheckResult PackedChapter::check_backward(const Step& st, Results& r) {
   const Options& o = opt_;
-  const double e = dtype_bytes(o.dtype), S = o.width - 1;
-  const bool cl = st.layout == Layout::channel_last;
-  const double n = double(o.batch) * o.dim * o.seqlen;
-  const double params = double(o.dim) * (o.width + (o.bias ? 1 : 0)) * e;
-  const std::string conv = cl ? "conv_fwd_cl_tiled" : "conv_fwd_cf_chunked";
-  // The bytes a forward must move: x in, out, the filters; states in and out; seq_idx or
-  // cu_seqlens and the state indices read; the masks written and read once (tiny).
   const bool var = st.kind == Step::varlen;
-  const double row_states = double(o.batch) * o.dim * S * e;
-  const double states_in = var ? pk_.states_read * o.dim * S * e
-                           : flags_.initial_states ? row_states
-                                                   : 0.0;
-  const double states_out = var ? pk_.states_written * o.dim * S * e : row_states;
-  const double ids = var ? 8.0 * pk_.lens.size() + 4 : 4.0 * pk_.seq_idx.size();
-  const double mask_bytes = (var || !pk_.seq_idx.empty()) ? double(o.batch) * o.seqlen : 0.0;
-  MeasuredVariant m;
-  m.name = st.name;
-  Tensors& t = tensors(st.layout);
-  KernelFacts facts;
-  dispatch_storage(o.dtype, [&](auto tag) {
-    using T = device_t<typename decltype(tag)::type>;
-    run_plan(plan<T>(st, t, st.kind == Step::chunks ? 0 : -1), nullptr, &facts);
-  });
-  const double flops = 2.0 * o.width * n;
-  char intro[384];
-  std::snprintf(intro, sizeof intro, "%s, %s: %d registers, %d blocks of %d threads per "
-                "multiprocessor", conv.c_str(),
-                st.kind == Step::plain    ? "chapter 08's kernel, no packing (the baseline)"
-                : st.kind == Step::varlen ? "variable-length batch"
-                : st.kind == Step::chunks ? "the rows form as chunks passing states on"
-                                          : "packed rows",
-                facts.registers, facts.blocks_per_sm, facts.threads);
-  m.intro = intro;
-  if (st.kind == Step::plain) {
-    m.kernels = {{conv, flops, 2 * n * e + params}};
-  } else {
-    // sequence_edges: the states read, as many outputs rewritten, the final states written (its
-    // re-reads of x not counted)
-    m.kernels = {{conv, flops, 2 * n * e + params},
-                 {"sequence_edges", 0, 2 * states_in + states_out}};
-    if (mask_bytes > 0) m.kernels.push_back({"packing_masks", 0, ids + mask_bytes});
-    m.whole_run_name = "whole forward";
-    m.whole_run_bytes = 2 * n * e + params + states_in + states_out + ids;
+  const GradRef& g = st.kind == Step::plain ? pk_.grad_plain : var ? pk_.grad_varlen : pk_.grad_rows;
+  const std::vector<int64_t> dims = var ? std::vector<int64_t>{o.batch * o.seqlen, o.dim}
+                                        : std::vector<int64_t>{o.batch, o.dim, o.seqlen};
+  const HostArray dx = st.layout == Layout::channel_first || var
+                           ? r.dx
+                           : transposed(r.dx, o.batch, o.seqlen, o.dim);
+  const std::vector<double> dw(r.dweight.begin(), r.dweight.end()),
+      db(r.dbias.begin(), r.dbias.end());
+  std::vector<VerifyReport> reports{verify("dx", dx, g.dx, default_tolerance(o.dtype), dims),
+                                    verify("dweight", dw, g.dweight, g.dweight_tol, {o.dim, o.width}),
+                                    verify("dbias", db, g.dbias, g.dbias_tol, {o.dim})};
+  if (st.kind != Step::plain) {
+    const std::vector<double> ds(r.dstates.begin(), r.dstates.end());
+    reports.push_back(verify(var ? "dstates (by cache row)" : "dinitial_states", ds, g.dstates,
+                             state_tolerance(),
+                             {int64_t(g.dstates.size()) / (o.dim * (o.width - 1)), o.dim,
+                              o.width - 1}));
   }
-  m.run = [this, st](RunContext& ctx) {
-    Tensors& tt = tensors(st.layout);
-    if (st.kind == Step::varlen)  // updated in place: every run starts from the same cache
-      ctx.rec.host("restore the state cache", [&] {
-        GPU_CHECK(
-            cudaMemcpy(cache_.get(), cache0_.get(), cache0_.bytes(), cudaMemcpyDeviceToDevice));
-      });
-    if (ctx.poison_outputs) {
-      tt.out.poison();
-      final_.poison();
-      for (DeviceBuffer& b : tt.chunk_out) b.poison();
-      for (DeviceBuffer& b : tt.chunk_states) b.poison();
+  std::string extra;
+  bool ok = true;
+  if (st.kind != Step::chunks) {  // the sums in a fixed order: the same bits every run
+    if (r.first_dweight.empty()) {
+      r.first_dweight = r.dweight;
+      r.first_dbias = r.dbias;
+    } else {
+      const bool same = same_bits(r.first_dweight, r.dweight) && same_bits(r.first_dbias, r.dbias);
+      extra = std::string("dweight and dbias bitwise identical to the first run: ") +
+              (same ? "yes" : "NO") + "\n";
+      ok = same;
     }
-    dispatch_storage(opt_.dtype, [&](auto tag) {
+  } else {  // dx and the initial states' gradient: the one pass's bits
+    const Results* one = one_pass_[1][st.layout == Layout::channel_first ? 0 : 1];
+    const bool dx_same = one && same_bits(r.dx, one->dx);
+    const bool ds_same = one && same_bits(r.dstates, one->dstates);
+    extra = std::string("chunks against one pass: dx ") +
+            (dx_same ? "bit for bit the same" : "DIFFERS") + ", dinitial_states " +
+            (ds_same ? "bit for bit the same" : "DIFFER") +
+            " (dweight and dbias: summed chunk by chunk, within their tolerances)\n";
+    ok = dx_same && ds_same;
+  }
+  CheckResult c = combine(reports, extra);
+  c.ok = c.ok && ok;
+  return c;
+}
+
+CheckResult PackedChapter::check(const Step& st, Results& r) {
+  CheckResult c = st.backward ? check_backward(st, r) : check_forward(st, r);
+  if (st.kind == Step::packed)
+    one_pass_[st.backward ? 1 : 0][st.layout == Layout::channel_first ? 0 : 1] = &r;
+  return c;
+}
+
+MeasuredVariant PackedChapter::variant(const Step& st) {
+  const Options& o = opt_;
+  const double e = dtype_bytes(o.dtype), S = o.width - 1, n = double(o.batch) * o.dim * o.seqlen;
+  const bool var = st.kind == Step::varlen, plain = st.kind == Step::plain;
+  const double params = double(o.dim) * (o.width + (o.bias ? 1 : 0)) * e;
+  // The bytes a run must move: the tensors (forward: x in, out; backward: x and dout in, dx out),
+  // the filters, the ids it reads, and the states: forward the initial states in and the final
+  // ones out, backward the initial states in, the final states' gradient in and the initial
+  // states' gradient out (fp32). Varlen counts the cache rows sequences read and write.
+  const double rows_states = double(o.batch) * o.dim * S;
+  const double read = var ? pk_.states_read * o.dim * S : flags_.initial_states ? rows_states : 0;
+  const double written = var ? pk_.states_written * o.dim * S : rows_states;
+  const double ids = plain ? 0 : var ? 8.0 * pk_.lens.size() + 4 : 4.0 * pk_.seq_idx.size();
+  const double states = plain ? 0 : st.backward ? read * e + 2 * written * 4 : (read + written) * e;
+  const double tensor_bytes = (st.backward ? 3 : 2) * n * e;
+  // Per element: forward W multiply-adds (and the epilogue); backward as chapter 09 counts it.
+  const double flops = st.backward ? n * (4.0 * o.width + 1 + (o.silu ? 2.0 * o.width + 8 : 0))
+                                   : 2.0 * o.width * n;
+  const std::string kernel = st.backward
+                                 ? (st.layout == Layout::channel_last ? "conv_bwd_cl" : "conv_bwd_cf")
+                                 : (st.layout == Layout::channel_last ? "conv_fwd_cl_tiled"
+                                                                      : "conv_fwd_cf_chunked");
+  if (st.backward) {  // the partial sums: the largest any backward step of this run needs
+    int64_t need = 0;
+    dispatch_storage(o.dtype, [&](auto tag) {
       using T = device_t<typename decltype(tag)::type>;
-      if (st.kind != Step::chunks) {
-        run_plan(plan<T>(st, tt), &ctx.rec);
-      } else {
-        for (size_t k = 0; k < tt.chunk_x.size(); ++k)
-          run_plan(plan<T>(st, tt, static_cast<int64_t>(k)), &ctx.rec);
+      const Backward<T> b = plan_backward<T>(st, st.kind == Step::chunks ? 0 : -1);
+      const int64_t pieces = st.kind == Step::chunks ? int64_t(pk_.chunk_lens.size()) : 1;
+      for (int64_t k = 0; k < pieces; ++k) {
+        const Backward<T> bk = st.kind == Step::chunks ? plan_backward<T>(st, k) : b;
+        const BwdChoices c = backward_choices(bk.args, sm_count_);
+        need = std::max(need, partial_floats(backward_partials(bk, o.width, c), o.dim, o.width));
       }
     });
-    if (ctx.poison_outputs) ctx.rec.d2h("copy out to host", [&] { copy_out(st); });
+    if (static_cast<int64_t>(partials_.bytes()) < need * int64_t(sizeof(float)))
+      partials_ = DeviceBuffer(size_t(need) * sizeof(float));
+  }
+
+  auto results = std::make_unique<Results>();
+  Results* r = results.get();
+  results_.push_back(std::move(results));
+  MeasuredVariant m;
+  m.name = st.name();
+  KernelFacts facts;
+  launch(st, nullptr, &facts);
+  char intro[384];
+  std::snprintf(intro, sizeof intro,
+                "%s, %s: %d registers, %zu bytes of local memory, %d blocks of %d threads per "
+                "multiprocessor",
+                kernel.c_str(),
+                plain             ? "no packing (the baseline: chapter 08's or 09's problem)"
+                : var             ? "variable-length batch"
+                : st.kind == Step::chunks ? "the rows form as chunks passing states on"
+                                  : "packed rows",
+                facts.registers, facts.local_bytes, facts.blocks_per_sm, facts.threads);
+  m.intro = intro;
+  m.kernels = {{kernel, flops, tensor_bytes + params + (plain ? 0 : ids + states)}};
+  if (st.backward) {
+    const double sums = double(o.dim) * (o.width + 1) * 4;
+    m.kernels.push_back({"reduce_partials", 0, sums});  // (its partials not counted: see docs)
+    m.whole_run_name = "whole backward";
+    m.whole_run_bytes = tensor_bytes + params + (plain ? 0 : ids + states) + sums;
+  }
+  m.run = [this, st, r](RunContext& ctx) {
+    Tensors& t = tensors(st.layout);
+    if (st.kind == Step::varlen && !st.backward)  // updated in place: each run from the same cache
+      ctx.rec.host("restore the state cache", [&] {
+        GPU_CHECK(cudaMemcpy(cache_.get(), cache0_.get(), cache0_.bytes(), cudaMemcpyDeviceToDevice));
+      });
+    if (st.kind == Step::varlen && st.backward)  // rows no sequence owns must keep their values
+      ctx.rec.host("reset the cache rows' gradients", [&] {
+        GPU_CHECK(cudaMemcpy(dstates_.get(), dstates0_.get(), dstates0_.bytes(),
+                             cudaMemcpyDeviceToDevice));
+      });
+    if (ctx.poison_outputs) {
+      for (DeviceBuffer* b : {&t.out, &t.dx, &final_, &dinit_, &partials_, &dweight_, &dbias_})
+        if (b->bytes()) b->poison();
+      for (Chunk& c : t.chunks)
+        for (DeviceBuffer* b : {&c.out, &c.states, &c.dx, &c.dinit, &c.dw, &c.db})
+          if (b->bytes()) b->poison();
+    }
+    launch(st, &ctx, nullptr);
+    if (ctx.poison_outputs) ctx.rec.d2h("copy the results to the host", [&] { copy_out(st, *r); });
   };
-  m.check = [this, st] { return check(st); };
-  m.save_npy = [this, st](const std::string& dir) {
+  m.check = [this, st, r] { return check(st, *r); };
+  m.save_npy = [this, st, r](const std::string& dir) {
     const Options& op = opt_;
-    const std::string path = dir + "/out_" + st.name + ".npy";
-    const bool first = st.layout == Layout::channel_first;
-    write_npy(path, tensors(st.layout).out_host,
-              first ? std::vector<int64_t>{op.batch, op.dim, op.seqlen}
-                    : std::vector<int64_t>{op.batch, op.seqlen, op.dim});
-    std::printf("  wrote %s (%s)\n", path.c_str(), first ? "[B, D, L]" : "[B, L, D]");
+    const bool first = st.layout == Layout::channel_first && st.kind != Step::varlen;
+    const std::vector<int64_t> dims =
+        st.kind == Step::varlen ? std::vector<int64_t>{op.batch * op.seqlen, op.dim}
+        : first                 ? std::vector<int64_t>{op.batch, op.dim, op.seqlen}
+                                : std::vector<int64_t>{op.batch, op.seqlen, op.dim};
+    const std::string path = dir + (st.backward ? "/dx_" : "/out_") + st.name() + ".npy";
+    write_npy(path, st.backward ? r->dx : r->out, dims);
+    std::printf("  wrote %s\n", path.c_str());
   };
   return m;
 }

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "chapters/06_channel_last_backward/backward_problem.h"
 #include "common/reference.h"
 
 namespace conv1d::ch10 {
@@ -71,11 +72,58 @@ std::string make_seq_idx(const std::string& spec, int64_t batch, int64_t seqlen,
   return "";
 }
 
+namespace {
+
+// n random values in [-1, 1) in fp32, from `seed`.
+std::vector<float> random_floats(size_t n, uint64_t seed) {
+  HostArray a(Dtype::fp32, n);
+  fill_uniform(a, seed);
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<float>(a.get(i));
+  return v;
+}
+
+// The tolerances of a reference's sums from the sizes of their terms (chapter 06).
+void sum_tolerances(GradRef* g, const std::vector<double>& dw_sq, const std::vector<double>& db_sq) {
+  double w = 0, b = 0;
+  for (double v : dw_sq) w += v;
+  for (double v : db_sq) b += v;
+  g->dweight_tol = ch06::sum_tolerance(w, static_cast<int64_t>(dw_sq.size()));
+  g->dbias_tol = ch06::sum_tolerance(b, static_cast<int64_t>(db_sq.size()));
+}
+
+// The backward reference of a rows-form problem (channel-first), with the sums' tolerances.
+GradRef rows_gradients(const RefProblem& rp, const std::vector<double>& dout,
+                       const std::vector<double>& dfinal) {
+  const ConvShape& s = rp.shape;
+  GradRef g;
+  g.dx.resize(static_cast<size_t>(s.elements()));
+  g.dweight.resize(static_cast<size_t>(s.dim * s.width));
+  g.dbias.resize(static_cast<size_t>(s.dim));
+  g.dstates.resize(static_cast<size_t>(s.batch * s.dim * (s.width - 1)));
+  std::vector<double> dw_sq(g.dweight.size()), db_sq(g.dbias.size());
+  reference_backward(rp, dout.data(),
+                     RefGrads{g.dx.data(), g.dweight.data(), g.dbias.data(), g.dstates.data(),
+                              dw_sq.data(), db_sq.data()},
+                     dfinal.empty() ? nullptr : dfinal.data());
+  sum_tolerances(&g, dw_sq, db_sq);
+  return g;
+}
+
+}  // namespace
+
 std::string make_packed(const Options& o, const PackSpec& spec, Packed* p) {
   const int64_t B = o.batch, D = o.dim, L = o.seqlen, S = o.width - 1;
   p->in = draw_inputs(o);
   const RefInputs ref_in(p->in);
   const ConvShape shape{B, D, L, o.width};
+  std::vector<double> dout;  // the backward's dout, [B, D, L]
+  if (spec.backward) {
+    p->dout = HostArray(o.dtype, static_cast<size_t>(B * D * L));
+    fill_uniform(p->dout, o.seed + 8);
+    p->dout_last = transposed(p->dout, B, D, L);
+    dout = p->dout.to_double();
+  }
   if (spec.rows) {
     if (spec.initial_states) {
       p->init = HostArray(o.dtype, static_cast<size_t>(B * D * S));
@@ -89,11 +137,21 @@ std::string make_packed(const Options& o, const PackSpec& spec, Packed* p) {
     RefProblem rp = ref_in.problem(shape, Layout::channel_first, o.silu);
     rp.initial_states = init.empty() ? nullptr : init.data();
     rp.seq_idx = p->seq_idx.empty() ? nullptr : p->seq_idx.data();
-    p->ref_rows.resize(static_cast<size_t>(B * D * L));
-    p->ref_final.resize(static_cast<size_t>(B * D * S));
-    reference_forward(rp, p->ref_rows.data(), p->ref_final.data());
-    p->ref_plain.resize(static_cast<size_t>(B * D * L));
-    reference_forward(ref_in.problem(shape, Layout::channel_first, o.silu), p->ref_plain.data());
+    const RefProblem plain = ref_in.problem(shape, Layout::channel_first, o.silu);
+    if (spec.forward) {
+      p->ref_rows.resize(static_cast<size_t>(B * D * L));
+      p->ref_final.resize(static_cast<size_t>(B * D * S));
+      reference_forward(rp, p->ref_rows.data(), p->ref_final.data());
+      p->ref_plain.resize(static_cast<size_t>(B * D * L));
+      reference_forward(plain, p->ref_plain.data());
+    }
+    if (spec.backward) {
+      p->dfinal_rows = random_floats(static_cast<size_t>(B * D * S), o.seed + 9);
+      const std::vector<double> dfinal(p->dfinal_rows.begin(), p->dfinal_rows.end());
+      p->grad_rows = rows_gradients(rp, dout, dfinal);
+      p->grad_plain = rows_gradients(plain, dout, {});
+      p->grad_plain.dstates.clear();
+    }
   }
   if (spec.rows && spec.chunks > 1) {
     // Near-equal pieces, with a piece of 1 and one of 2 time steps after the first when there are
@@ -108,6 +166,19 @@ std::string make_packed(const Options& o, const PackSpec& spec, Packed* p) {
     for (int64_t len : pieces) {
       p->chunk_starts.push_back(start);
       p->chunk_lens.push_back(len);
+      // Its initial states: the W-1 inputs before it (the row's initial states, or zeros, before
+      // t = 0), what the previous chunk's final states are.
+      HostArray init(o.dtype, static_cast<size_t>(B * D * S));
+      for (int64_t r = 0; r < B * D; ++r)
+        for (int64_t j = 0; j < S; ++j) {
+          const int64_t t = start - S + j;
+          const size_t at = static_cast<size_t>(r * S + j);
+          if (t >= 0)
+            init.set(at, p->in.x.get(static_cast<size_t>(r * L + t)));
+          else
+            init.set(at, p->init.empty() ? 0.0 : p->init.get(static_cast<size_t>(r * S + S + t)));
+        }
+      p->chunk_init.push_back(std::move(init));
       start += len;
     }
   }
@@ -119,7 +190,8 @@ std::string make_packed(const Options& o, const PackSpec& spec, Packed* p) {
     const int64_t N = static_cast<int64_t>(p->lens.size());
     if (N > (int64_t(1) << 24)) return "--seq-lens: at most 2^24 sequences";
     p->cu_seqlens.assign(1, 0);
-    for (int64_t len : p->lens) p->cu_seqlens.push_back(static_cast<int32_t>(p->cu_seqlens.back() + len));
+    for (int64_t len : p->lens)
+      p->cu_seqlens.push_back(static_cast<int32_t>(p->cu_seqlens.back() + len));
     // A cache with room for more sequences than this batch has; each sequence its own random row,
     // one in eight none (from zeros, nothing written back).
     const int64_t C = N + N / 2 + 1;
@@ -131,7 +203,8 @@ std::string make_packed(const Options& o, const PackSpec& spec, Packed* p) {
     for (int64_t n = 0; n < N; ++n) p->slots[n] = r.range(0, 7) == 0 ? -1 : rows[n];
     p->cache = HostArray(o.dtype, static_cast<size_t>(C * D * S));
     fill_uniform(p->cache, o.seed + 7);
-    p->states_written = std::count_if(p->slots.begin(), p->slots.end(), [](int32_t s) { return s >= 0; });
+    p->states_written =
+        std::count_if(p->slots.begin(), p->slots.end(), [](int32_t s) { return s >= 0; });
     p->states_read = spec.initial_states ? p->states_written : 0;
 
     const std::vector<double> tokens = p->x_last.to_double(), cache = p->cache.to_double();
@@ -146,9 +219,31 @@ std::string make_packed(const Options& o, const PackSpec& spec, Packed* p) {
     v.states = spec.initial_states ? cache.data() : nullptr;
     v.state_indices = p->slots.data();
     v.silu = o.silu;
-    p->ref_varlen.resize(static_cast<size_t>(total * D));
-    p->ref_cache = cache;
-    reference_varlen_forward(v, p->ref_varlen.data(), p->ref_cache.data());
+    if (spec.forward) {
+      p->ref_varlen.resize(static_cast<size_t>(total * D));
+      p->ref_cache = cache;
+      reference_varlen_forward(v, p->ref_varlen.data(), p->ref_cache.data());
+    }
+    if (spec.backward) {
+      p->dfinal_cache = random_floats(static_cast<size_t>(C * D * S), o.seed + 10);
+      const std::vector<double> dfinal(p->dfinal_cache.begin(), p->dfinal_cache.end());
+      const std::vector<double> dout_tokens = p->dout_last.to_double();
+      GradRef& g = p->grad_varlen;
+      g.dx.resize(static_cast<size_t>(total * D));
+      g.dweight.resize(static_cast<size_t>(D * o.width));
+      g.dbias.resize(static_cast<size_t>(D));
+      g.dstates.assign(static_cast<size_t>(C * D * S), kUntouched);
+      std::vector<double> dw_sq(g.dweight.size()), db_sq(g.dbias.size());
+      RefVarlenGrads rg;
+      rg.dx = g.dx.data();
+      rg.dweight = g.dweight.data();
+      rg.dbias = g.dbias.data();
+      rg.dstates = g.dstates.data();
+      rg.dweight_sq = dw_sq.data();
+      rg.dbias_sq = db_sq.data();
+      reference_varlen_backward(v, dout_tokens.data(), dfinal.data(), rg);
+      sum_tolerances(&g, dw_sq, db_sq);
+    }
   }
   return "";
 }

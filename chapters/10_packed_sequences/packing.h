@@ -25,6 +25,19 @@ std::string parse_seq_lens(const std::string& spec, int64_t total, uint64_t seed
 std::string make_seq_idx(const std::string& spec, int64_t batch, int64_t seqlen, uint64_t seed,
                          std::vector<int32_t>* seq_idx);
 
+// The fp64 reference gradients of one backward problem, and the tolerances of its sums.
+struct GradRef {
+  std::vector<double> dx;       // like x: [B, D, L] (rows form) or [total, D] (varlen)
+  std::vector<double> dweight;  // [D, W]
+  std::vector<double> dbias;    // [D]
+  std::vector<double> dstates;  // [B, D, W-1] (rows form) or [C, D, W-1] (varlen; rows no
+                                // sequence owns keep kUntouched)
+  Tolerance dweight_tol{}, dbias_tol{};
+};
+
+// What a state-gradient row that no sequence owns must still hold after a varlen backward.
+constexpr float kUntouched = -7.0f;
+
 struct Packed {
   RandomInputs in;  // x [B, D, L], weight, bias
   HostArray x_last;  // x as [B, L, D]: also the varlen tokens [B*L, D]
@@ -42,8 +55,17 @@ struct Packed {
   std::vector<double> ref_varlen;    // [B*L, D]
   std::vector<double> ref_cache;     // [C, D, W-1] after a run
   int64_t states_read = 0, states_written = 0;  // cache rows a run reads and writes
-  // --chunks: the rows form as pieces of L.
+  // --chunks: the rows form as pieces of L, each starting from the inputs before it (the first
+  // from the initial states).
   std::vector<int64_t> chunk_starts, chunk_lens;
+  std::vector<HostArray> chunk_init;  // [B, D, W-1] each
+  // Backward: dout like x, the final states' gradients coming back (fp32, as the state
+  // gradients are), and the references of the rows form, of chapter 09's problem on the same x
+  // and dout, and of the varlen form.
+  HostArray dout, dout_last;       // [B, D, L] and [B, L, D] (the varlen [B*L, D])
+  std::vector<float> dfinal_rows;  // [B, D, W-1]
+  std::vector<float> dfinal_cache; // [C, D, W-1]
+  GradRef grad_rows, grad_plain, grad_varlen;
   std::string summary() const;
 };
 
@@ -52,6 +74,7 @@ struct PackSpec {
   bool initial_states = false;
   int chunks = 1;
   bool rows = true, varlen = true;
+  bool forward = true, backward = false;
 };
 std::string make_packed(const Options& o, const PackSpec& spec, Packed* p);
 

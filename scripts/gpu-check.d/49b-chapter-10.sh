@@ -4,12 +4,13 @@
 # awkward packings.
 #
 # Result files (under $out/results):
-#   bench_10.tsv, bench_10_kernels.tsv   8x4096x4096 bf16 rows form, 8 sequences a row (odd rows
-#                                        ending in padding) with initial and final states, against
-#                                        chapter 08's kernels on the same x (cf_plain, cl_plain); the
-#                                        varlen form, 64 random lengths over the 32768 tokens, D 4096,
-#                                        states read from and written to a cache; fp32 of both; the
-#                                        rows form in 7 chunks
+#   bench_10.tsv, bench_10_kernels.tsv   8x4096x4096, W 4, forward and backward, each against chapter
+#                                        08's and 09's kernels on the same x (cf_plain*, cl_plain*):
+#                                        the rows form with 8 sequences a row (odd rows ending in
+#                                        padding) and initial and final states; the states alone
+#                                        (--seq-lens none); the varlen form, 64 random lengths over
+#                                        the 32768 tokens, D 4096, states read from and written to a
+#                                        cache; bias and SiLU; fp32; the rows form in 7 chunks
 #   ch10_resources.txt, .tsv             registers, stack and local memory per kernel (cuobjdump)
 
 exe10=$build/chapters/10_packed_sequences/ch10_packed_sequences
@@ -23,23 +24,24 @@ run10() {  # run10 TAG ARGS...
 if [[ -x $exe10 ]]; then
   big10=(--batch 8 --dim 4096 --seqlen 4096 --width 4 --iters 20 --warmup 3 --initial-states)
   run10 rows_bf16 "${big10[@]}" --dtype bf16 --form rows --seq-lens random:8
-  run10 rows_bf16_bias_silu "${big10[@]}" --dtype bf16 --form rows --seq-lens random:8 --bias --silu
+  run10 states_bf16 "${big10[@]}" --dtype bf16 --form rows --seq-lens none
   run10 varlen_bf16 "${big10[@]}" --dtype bf16 --form varlen --seq-lens random:64
+  run10 rows_bf16_bias_silu "${big10[@]}" --dtype bf16 --form rows --seq-lens random:8 --bias --silu
   run10 varlen_bf16_bias_silu "${big10[@]}" --dtype bf16 --form varlen --seq-lens random:64 --bias --silu
   run10 rows_fp32 "${big10[@]}" --dtype fp32 --form rows --seq-lens random:8
   run10 varlen_fp32 "${big10[@]}" --dtype fp32 --form varlen --seq-lens random:64
   run10 chunks_bf16 "${big10[@]}" --dtype bf16 --form rows --seq-lens none --chunks 7
 
-  resources_table ch10_packed_sequences "$exe10" 'conv_fwd|packing_masks|sequence_edges' \
-    "$out/results/ch10_resources.txt"
+  resources_table ch10_packed_sequences "$exe10" 'conv_fwd_c[fl]_|conv_bwd_c[fl]I' \
+    "$out/results/ch10_resources.txt" 'PackedRows|Varlen'
 
-  # Sanitizers: sequences of length 0 and 1, chunks shorter than the states, L shorter than a
-  # vector (vectors across rows), D not a multiple of the channel-last vector, every dtype.
+  # Sanitizers, both directions: sequences of length 0 and 1 and L shorter than a vector (vectors
+  # across rows) with states; a varlen batch with empty sequences and sequences shorter than the
+  # states; chunks shorter than the states.
   sanitize_shapes ch10_packed_sequences "$exe10" \
     "--batch 3 --dim 37 --seqlen 5 --width 3 --bias --silu --dtype fp32 --initial-states --seq-lens random:4" \
-    "--batch 2 --dim 24 --seqlen 130 --width 4 --dtype fp16 --initial-states --seq-lens 0,1,1,2,0,9,100,1 --form rows" \
     "--batch 1 --dim 40 --seqlen 90 --width 4 --dtype bf16 --initial-states --form varlen --seq-lens 1,0,2,3,0,84" \
-    "--batch 2 --dim 16 --seqlen 40 --width 4 --dtype bf16 --initial-states --seq-lens none --chunks 7"
+    "--batch 2 --dim 16 --seqlen 40 --width 4 --dtype fp16 --initial-states --seq-lens none --chunks 7"
 else
   row ch10_packed_sequences bench FAIL "$exe10 not built"
 fi

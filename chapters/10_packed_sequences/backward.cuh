@@ -1,0 +1,133 @@
+// Chapter 10: a packed backward is chapter 09's kernel (cf_fused or cl_tiled) with a sequence policy
+// (sequences.cuh), then chapter 09's reduce_partials for dweight and dbias, summed in a fixed
+// order. What each form hands to the kernel, and the launches; the chapter and its tests both go
+// through here.
+#pragma once
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "chapters/09_direct_backward/cf_fused.cuh"
+#include "chapters/09_direct_backward/cl_tiled.cuh"
+#include "chapters/10_packed_sequences/forward.cuh"
+#include "chapters/10_packed_sequences/sequences.cuh"
+
+namespace conv1d::ch10 {
+
+template <class T>
+struct Backward {
+  ch09::BwdArgs<T> args;  // deterministic sums: args.partials must hold backward_partials() floats
+  Layout layout = Layout::channel_first;
+  Form form = Form::plain;
+  PackedRows<T> rows{};
+  Varlen<T> varlen{};
+};
+
+// Chapter 09's backward, nothing else.
+template <class T>
+Backward<T> plain_backward(const ch09::BwdArgs<T>& a, Layout layout) {
+  Backward<T> b;
+  b.args = a;
+  b.layout = layout;
+  return b;
+}
+
+// The rows form: seq_idx [B, L] and initial states [B, D, W-1] as in the forward (both optional);
+// dfinal_states [B, D, W-1] (optional), the gradient of the forward's final states; dinitial_states
+// [B, D, W-1] out (optional). The state gradients are fp32, like dweight and dbias.
+template <class T>
+Backward<T> rows_backward(const ch09::BwdArgs<T>& a, Layout layout, const int32_t* seq_idx,
+                          const T* initial_states, const float* dfinal_states,
+                          float* dinitial_states) {
+  Backward<T> b = plain_backward(a, layout);
+  b.form = Form::rows;
+  b.rows.seq_idx = seq_idx;
+  b.rows.seqlen = a.seqlen;
+  b.rows.dim = a.dim;
+  b.rows.initial_states = initial_states;
+  b.rows.dfinal_states = dfinal_states;
+  b.rows.dinitial_states = dinitial_states;
+  return b;
+}
+
+// The varlen form, channel-last, tokens [total, D] (a.batch = 1, a.seqlen = total): sequence n
+// started from row state_indices[n] of `cache` (when `read_states`) and wrote its final state
+// there; dfinal [C, D, W-1] (optional) is the gradient of those final states by cache row, dstates
+// [C, D, W-1] receives each written row's gradient with respect to the state it started from (rows
+// no sequence names are left as they are).
+template <class T>
+Backward<T> varlen_backward(const ch09::BwdArgs<T>& a, const int32_t* cu_seqlens,
+                            int32_t sequences, const int32_t* state_indices, const T* cache,
+                            bool read_states, const float* dfinal, float* dstates) {
+  Backward<T> b = plain_backward(a, Layout::channel_last);
+  b.form = Form::varlen;
+  b.varlen.cu_seqlens = cu_seqlens;
+  b.varlen.sequences = sequences;
+  b.varlen.state_indices = state_indices;
+  b.varlen.total = a.seqlen;
+  b.varlen.dim = a.dim;
+  b.varlen.states_in = read_states ? cache : nullptr;
+  b.varlen.dfinal_states = dfinal;
+  b.varlen.dstates = dstates;
+  return b;
+}
+
+// Chapter 09's launch choices for this shape: vectors per lane (channel-first) or time steps per
+// lane (channel-last).
+// (The channel-last access is chapter 09's default where D allows it, else one element: what
+// chapter 10's kernels are compiled for, ch08::compiled.)
+struct BwdChoices {
+  int vectors = 1, rows = 16, access_bytes = 0;
+};
+template <class T>
+BwdChoices backward_choices(const ch09::BwdArgs<T>& a, int sm_count) {
+  BwdChoices c;
+  c.vectors = ch09::cf_bwd_vectors(a.seqlen, kPer16<T>);
+  c.access_bytes = ch09::cl_bwd_channels(a) == (sizeof(T) == 2 ? 4 : 2) ? 0 : int(sizeof(T));
+  c.rows = ch09::cl_bwd_rows(a.batch, a.seqlen, a.dim, ch09::cl_bwd_channels(a, c.access_bytes),
+                             sm_count, 0, sizeof(T) == 4 ? 64 : 32);
+  return c;
+}
+
+// Where the kernel leaves its units' sums, for reduce_partials.
+template <class T>
+ch09::PartialLayout backward_partials(const Backward<T>& b, int width, const BwdChoices& c) {
+  const ch09::BwdArgs<T>& a = b.args;
+  if (b.layout == Layout::channel_first)
+    return ch09::cf_bwd_partials(a.batch, a.dim,
+                                 ch09::cf_bwd_chunks(a.seqlen, kPer16<T>, c.vectors), width);
+  return ch09::cl_bwd_partials(a.batch, a.dim, ch09::cl_bwd_units(a.seqlen, c.rows), width);
+}
+inline int64_t partial_floats(const ch09::PartialLayout& l, int64_t dim, int width) {
+  return l.count1 * l.count2 * dim * (width + 1);
+}
+
+// The kernel of a backward (backward_kernels.cuh), and chapter 09's reduce_partials (reduce.cu):
+// compiled once in the chapter's kernel library, which the chapter and its tests link.
+template <class T>
+void run_backward(const Backward<T>& b, int width, const BwdChoices& c, cudaStream_t s,
+                  KernelFacts* facts);
+extern template void run_backward<float>(const Backward<float>&, int, const BwdChoices&,
+                                         cudaStream_t, KernelFacts*);
+extern template void run_backward<__half>(const Backward<__half>&, int, const BwdChoices&,
+                                          cudaStream_t, KernelFacts*);
+extern template void run_backward<__nv_bfloat16>(const Backward<__nv_bfloat16>&, int,
+                                                 const BwdChoices&, cudaStream_t, KernelFacts*);
+void run_reduce(const float* partials, const ch09::PartialLayout& l, int64_t dim, int width,
+                float* dweight, float* dbias, cudaStream_t s);
+
+// The launches, each through record(name, launch); with `facts`, only describes the kernel.
+template <class T, class Record>
+void launch_backward(const Backward<T>& b, int width, const BwdChoices& c, Record&& record,
+                     cudaStream_t s = 0, KernelFacts* facts = nullptr) {
+  if (facts) return run_backward(b, width, c, s, facts);
+  record(b.layout == Layout::channel_last ? "conv_bwd_cl" : "conv_bwd_cf",
+         [&] { run_backward(b, width, c, s, nullptr); });
+  if (b.args.atomic) return;
+  record("reduce_partials", [&] {
+    run_reduce(b.args.partials, backward_partials(b, width, c), b.args.dim, width, b.args.dweight,
+               b.args.dbias, s);
+  });
+}
+
+}  // namespace conv1d::ch10

@@ -1,0 +1,33 @@
+// Chapter 10: the backward's kernel, chapter 09's kernels with each form's sequence policy. Kept
+// out of backward.cuh: every instantiation here is a family of kernels for the compiler, so the
+// chapter's kernel library compiles them once per storage type (backward_*.cu).
+#pragma once
+
+#include "chapters/10_packed_sequences/backward.cuh"
+
+namespace conv1d::ch10 {
+
+template <class T>
+void run_backward(const Backward<T>& b, int width, const BwdChoices& c, cudaStream_t s,
+                  KernelFacts* facts) {
+  const bool cl = b.layout == Layout::channel_last;
+  switch (b.form) {
+    case Form::plain:
+      if (cl)
+        ch09::launch_cl_bwd(b.args, width, c.rows, c.access_bytes, s, facts, Baseline{});
+      else
+        ch09::launch_cf_bwd(b.args, width, c.vectors, s, facts, Baseline{});
+      break;
+    case Form::rows:
+      if (cl)
+        ch09::launch_cl_bwd(b.args, width, c.rows, c.access_bytes, s, facts, b.rows);
+      else
+        ch09::launch_cf_bwd(b.args, width, c.vectors, s, facts, b.rows);
+      break;
+    case Form::varlen:
+      ch09::launch_cl_bwd(b.args, width, c.rows, c.access_bytes, s, facts, b.varlen);
+      break;
+  }
+}
+
+}  // namespace conv1d::ch10

@@ -1,0 +1,6 @@
+// Chapter 10's forward kernels in fp32 storage (see forward_kernels.cuh).
+#include "chapters/10_packed_sequences/forward_kernels.cuh"
+
+namespace conv1d::ch10 {
+template void run_forward<float>(const Forward<float>&, int, int, int, cudaStream_t, KernelFacts*);
+}  // namespace conv1d::ch10

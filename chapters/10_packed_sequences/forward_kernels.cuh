@@ -1,0 +1,35 @@
+// Chapter 10: the forward's launch, chapter 08's kernels with each form's sequence policy. Kept out
+// of forward.cuh: every instantiation here is a family of kernels for the compiler, so the
+// chapter's kernel library compiles them once per storage type (forward_*.cu).
+#pragma once
+
+#include "chapters/08_direct_forward/cf_chunked.cuh"
+#include "chapters/08_direct_forward/cl_tiled.cuh"
+#include "chapters/10_packed_sequences/forward.cuh"
+
+namespace conv1d::ch10 {
+
+template <class T>
+void run_forward(const Forward<T>& f, int width, int vectors, int rows, cudaStream_t s,
+                 KernelFacts* facts) {
+  const int access = access_bytes(f.conv);
+  switch (f.form) {
+    case Form::plain:
+      if (f.layout == Layout::channel_last)
+        ch08::launch_cl_tiled(f.conv, width, rows, access, s, facts, Baseline{});
+      else
+        ch08::launch_cf_chunked(f.conv, width, vectors, s, facts, Baseline{});
+      break;
+    case Form::rows:
+      if (f.layout == Layout::channel_last)
+        ch08::launch_cl_tiled(f.conv, width, rows, access, s, facts, f.rows);
+      else
+        ch08::launch_cf_chunked(f.conv, width, vectors, s, facts, f.rows);
+      break;
+    case Form::varlen:
+      ch08::launch_cl_tiled(f.conv, width, rows, access, s, facts, f.varlen);
+      break;
+  }
+}
+
+}  // namespace conv1d::ch10

@@ -1,0 +1,628 @@
+// Chapter 10: packed sequences and states, as chapter 08's and 09's kernels see them. Those kernels
+// take a sequence policy (chapter 08's direct_common.cuh) and ask it, for a range of positions at a
+// time, whether every output there counts all W taps (the fast path, almost everywhere), is padding,
+// or is mixed; only for a mixed range do they ask position by position. The two policies here
+// answer from the inputs the caller already has, inside the convolution kernel, so a packed run is
+// one launch, like a plain one:
+//
+//   PackedRows   rows of [B, D, L] or [B, L, D] holding several sequences, told apart by seq_idx
+//                [B, L] (optional); initial states [B, D, W-1] continue each row's first sequence,
+//                final states are its last sequence's last W-1 inputs
+//   Varlen       the tokens of N sequences as [total, D] (channel-last), sequence n being tokens
+//                cu_seqlens[n] .. cu_seqlens[n+1]-1; row state_indices[n] of a state cache
+//                [C, D, W-1] is its initial state (when read) and receives its final state, in place
+//
+// The states touch only the edges of a sequence: its first W-1 outputs (their windows reach into
+// the state) and its last W-1 inputs. The convolution's main path leaves the first W-1 outputs of a
+// sequence that starts from a state to the policy (they are flagged kEdge), which computes them,
+// and writes the final states, from the thread that holds the sequence's first position.
+#pragma once
+
+#include <cstdint>
+
+#include "chapters/08_direct_forward/direct_common.cuh"
+#include "chapters/09_direct_backward/bwd_common.cuh"
+#include "common/vec.cuh"
+#include "common/warp.cuh"
+
+namespace conv1d::ch10 {
+
+using ch08::Filter;
+using ch08::kAllTaps;
+using ch08::kEdge;
+using ch08::kFinalShift;
+using ch08::Span;
+using ch08::TokenFlags;
+
+// The sequence that token t (0 <= t < cu_seqlens[n]) belongs to: the last n with cu_seqlens[n] <= t
+// (a length-0 sequence shares its start with the next one, and holds no token).
+__host__ __device__ inline int32_t sequence_of(const int32_t* cu_seqlens, int32_t sequences,
+                                               int64_t t) {
+  int32_t lo = 0, hi = sequences;  // cu_seqlens[lo] <= t < cu_seqlens[hi]
+  while (hi - lo > 1) {
+    const int32_t mid = (lo + hi) / 2;
+    if (cu_seqlens[mid] <= t)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+// The first sequence that starts at or after t (`sequences` when none does).
+__host__ __device__ inline int32_t first_starting_at(const int32_t* cu_seqlens, int32_t sequences,
+                                                     int64_t t) {
+  int32_t lo = 0, hi = sequences;  // the answer lies in [lo, hi]
+  while (lo < hi) {
+    const int32_t mid = (lo + hi) / 2;
+    if (cu_seqlens[mid] < t)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+// [docs:ch10_span]
+// The ids of positions lo-(W-1) .. lo+kCount-1 of one row of `len` (those before len) at once:
+// full when they are all one non-negative id, padding when the kOwn from lo on are all negative,
+// mixed otherwise. Sixteen bytes a load where the row allows it: the ids are read by every channel
+// of the row, so they come from the caches, but each load is an instruction.
+template <int W, int kOwn, int kCount>
+__device__ __forceinline__ Span scan_ids(const int32_t* ids, int64_t lo, int64_t len) {
+  constexpr int kBack = W - 1, kLoads = (4 + kCount + 3) / 4;  // from lo - 4, in fours
+  if (lo >= len) return Span::full;  // past the row: no outputs, nothing to read
+  bool same = true, pad = true;
+  int32_t ref;
+  if (lo >= 4 && lo - 4 + 4 * kLoads <= len &&
+      reinterpret_cast<uintptr_t>(ids + lo - 4) % 16 == 0) {
+    int32_t v[4 * kLoads];
+#pragma unroll
+    for (int q = 0; q < kLoads; ++q) {
+      const Vec<int32_t, 4> four = *reinterpret_cast<const Vec<int32_t, 4>*>(ids + lo - 4 + 4 * q);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) v[4 * q + e] = four.v[e];
+    }
+    ref = v[4 - kBack];
+#pragma unroll
+    for (int i = 4 - kBack; i < 4 + kCount; ++i) {
+      same = same && v[i] == ref;
+      if (i >= 4 && i < 4 + kOwn) pad = pad && v[i] < 0;
+    }
+  } else {
+    ref = ids[lo - kBack];
+#pragma unroll
+    for (int i = 0; i < kBack + kCount; ++i) {
+      const int64_t p = lo - kBack + i;
+      if (p >= len) break;
+      const int32_t v = ids[p];
+      same = same && v == ref;
+      if (i >= kBack && i < kBack + kOwn) pad = pad && v < 0;
+    }
+  }
+  return same && ref >= 0 ? Span::full : pad ? Span::padding : Span::mixed;
+}
+// [/docs:ch10_span]
+
+// The same, by kLanes consecutive lanes of a warp that share lo (`lane`: which of them), each reading
+// every kLanes-th id: a few ids a lane instead of all of them, and the verdicts combined by
+// shuffles (every lane of the warp must call it).
+template <int W, int kOwn, int kCount, int kLanes>
+__device__ __forceinline__ Span scan_ids_by(const int32_t* ids, int64_t lo, int64_t len, int lane) {
+  constexpr int kBack = W - 1, kEach = (kBack + kCount + kLanes - 1) / kLanes;
+  const bool inside = lo < len;  // (a tile past the row has no outputs: it reads nothing, and is
+                                 // full; its lanes still take part in the shuffles below)
+  const int32_t ref = inside ? ids[lo - kBack] : -1;
+  bool same = true, pad = true;
+#pragma unroll
+  for (int e = 0; e < kEach; ++e) {
+    const int i = lane + e * kLanes;  // position lo - kBack + i
+    const int64_t p = lo - kBack + i;
+    if (i < kBack + kCount && p < len) {
+      const int32_t v = ids[p];
+      same = same && v == ref;
+      if (i >= kBack && i < kBack + kOwn) pad = pad && v < 0;
+    }
+  }
+  unsigned votes = (same ? 1u : 0u) | (pad ? 2u : 0u);
+#pragma unroll
+  for (int m = 1; m < kLanes; m <<= 1)
+    votes &= shuffle(votes, (threadIdx.x % kWarpLanes) ^ m);
+  if (!inside) return Span::full;
+  return votes & 1u && ref >= 0 ? Span::full : votes & 2u ? Span::padding : Span::mixed;
+}
+
+// dz at output t of one channel, straight from memory, for the backward's edges: x_row and g_row
+// hold position p at [p * stride]; inputs before `start` are the state `st` (the flags say which
+// taps count, an edge's state taps among them).
+template <int W, class T>
+__device__ __forceinline__ float dz_from_memory(const T* x_row, const T* g_row, int64_t stride,
+                                                int64_t start, const T* st, const Filter<W>& f,
+                                                unsigned flags, int64_t t, bool silu) {
+  const unsigned taps = ch08::taps_with_state<W>(flags);
+  if (!taps) return 0.0f;
+  float in[W];
+#pragma unroll
+  for (int k = 0; k < W; ++k) {
+    const int64_t p = t - (W - 1) + k;
+    in[k] = !(taps >> k & 1u) ? 0.0f
+            : p >= start      ? to_float(x_row[p * stride])
+                              : to_float(st[(W - 1) + p - start]);
+  }
+  return ch09::dz_at<W>(f, in, to_float(g_row[t * stride]), silu);
+}
+
+// The gradient of a sequence's state, input j - (W-1) before its start, from dz at its first W-1
+// positions (dz[m] at start + m; `reaches(m)`: does the window of that output include the inputs
+// before the start): what the final states pass straight back first (`from_final`, a sequence
+// shorter than W-1), then w[k] dz[j - k] for k ascending, the order in which one pass over a
+// longer row would add the same terms into dx.
+template <int W, class Reaches>
+__device__ __forceinline__ float state_gradient(const Filter<W>& f, const float* dz, int j,
+                                                float from_final, Reaches&& reaches) {
+  float acc = from_final;
+#pragma unroll
+  for (int k = 0; k < W; ++k)
+    if (k <= j && reaches(j - k)) acc += f.w[k] * dz[j - k];
+  return acc;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The baseline: chapter 08's and 09's rows, one sequence each from zeros, with the kernels compiled
+// for the launch configurations chapter 10 uses (the same code as those chapters' kernels).
+struct Baseline : ch08::OneSequencePerRow {
+  static constexpr bool kFewConfigurations = true;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Rows with several sequences each.
+
+template <class T>
+struct PackedRows {
+  static constexpr bool kPacked = true, kFewConfigurations = true;
+  const int32_t* seq_idx = nullptr;  // [B, L]; nullptr: one sequence per row
+  int64_t seqlen = 0, dim = 0;
+  const T* initial_states = nullptr;  // [B, D, W-1], or nullptr (zeros)
+  T* final_states = nullptr;          // [B, D, W-1] out (forward), or nullptr
+  const float* dfinal_states = nullptr;  // [B, D, W-1] (backward), or nullptr
+  float* dinitial_states = nullptr;      // [B, D, W-1] out (backward), or nullptr
+
+  __device__ __forceinline__ const int32_t* ids(int64_t b) const { return seq_idx + b * seqlen; }
+  __device__ __forceinline__ const T* state(int64_t b, int64_t d, int width) const {
+    return initial_states ? initial_states + (b * dim + d) * (width - 1) : nullptr;
+  }
+
+  // Does input p (negative: an initial state) belong to the row's last sequence, whose last W-1
+  // inputs are the final states?
+  __device__ __forceinline__ bool in_final(int64_t b, int64_t p) const {
+    if (!seq_idx) return true;
+    const int32_t last = ids(b)[seqlen - 1];
+    return last >= 0 && ids(b)[p >= 0 ? p : 0] == last;
+  }
+
+  // [docs:ch10_rows_flags]
+  // The flags of output t of row b: tap k counts when its input has t's id; padding keeps none.
+  template <int W>
+  __device__ __forceinline__ unsigned flags_here(int64_t b, int64_t t) const {
+    if (!seq_idx) return edges<W>(b, t, ch08::taps_inside<W>(t), false, false);
+    const int32_t* id = ids(b);
+    const int32_t own = id[t];
+    unsigned f = 0;
+#pragma unroll
+    for (int k = 0; k < W; ++k) {
+      const int64_t p = t - (W - 1) + k;
+      f |= (own >= 0 && p >= 0 && id[p] == own ? 1u : 0u) << k;
+    }
+    return edges<W>(b, t, f, initial_states && own == id[0],
+                    dfinal_states && own == id[seqlen - 1]);
+  }
+
+  // The flags of outputs lo .. lo+N-1 of row b (0 past the row). Out of line and one at a time, as
+  // all the rare work: inline, or unrolled, its registers would count against every thread.
+  template <int W, int N>
+  __device__ __noinline__ TokenFlags<N> flags_of(int64_t b, int64_t lo) const {
+    TokenFlags<N> m;
+#pragma unroll
+    for (int i = 0; i < TokenFlags<N>::kWords; ++i) m.w[i] = 0;
+#pragma unroll 1
+    for (int i = 0; i < N; ++i)
+      if (lo + i < seqlen) m.w[i / 4] |= flags_here<W>(b, lo + i) << (8 * (i % 4));
+    return m;
+  }
+
+  // The edge bits of output t with taps `f`: the inputs before t = 0 belong to the row's first
+  // sequence (the initial states are its; `with_first`: t belongs to it), the final states to its
+  // last (`with_last`).
+  template <int W>
+  __device__ __forceinline__ unsigned edges(int64_t, int64_t t, unsigned f, bool with_first,
+                                            bool with_last) const {
+    if (!f) return 0;
+    if (initial_states && t < W - 1 && (!seq_idx || with_first)) f |= kEdge;
+    if (dfinal_states && t >= seqlen - (W - 1) && (!seq_idx || with_last))
+      f |= unsigned(t - (seqlen - (W - 1)) + 1) << kFinalShift;
+    return f;
+  }
+  // [/docs:ch10_rows_flags]
+
+  // One output's flags (where outputs are taken one by one; out of line, as all the rare work).
+  template <int W>
+  __device__ __noinline__ unsigned flags(int64_t b, int64_t t) const {
+    return flags_here<W>(b, t);
+  }
+  template <int W>
+  struct Cursor {
+    const PackedRows* rows;
+    int64_t b, t;
+    __device__ __forceinline__ unsigned next() {
+      const int64_t at = t++;
+      return at < rows->seqlen ? rows->template flags<W>(b, at) : 0u;
+    }
+  };
+  template <int W>
+  __device__ __forceinline__ Cursor<W> cursor(int64_t b, int64_t lo) const {
+    return {this, b, lo};
+  }
+
+  template <int W, int kOwn, int kAhead>
+  __device__ __forceinline__ Span span(int64_t b, int64_t lo) const {
+    if (lo < W - 1) return Span::mixed;  // the row's first outputs reach before t = 0
+    if (dfinal_states && lo + kOwn + kAhead > seqlen - (W - 1))
+      return Span::mixed;  // the last inputs' dx also receive the final states' gradient
+    if (!seq_idx) return Span::full;
+    return scan_ids<W, kOwn, kOwn + kAhead>(ids(b), lo, seqlen);
+  }
+
+  // Initial state j of row b, channel d: the input j - (W-1).
+  template <int W>
+  __device__ __forceinline__ float state_value(int64_t b, int64_t d, int64_t j) const {
+    return to_float(state(b, d, W)[j]);
+  }
+
+  // Do outputs before `hi` reach the inputs whose dx receives the final states' gradient?
+  __device__ __forceinline__ bool near_final(int64_t hi, int width) const {
+    return dfinal_states && hi > seqlen - (width - 1);
+  }
+
+  // The flags of a channel-first vector's N outputs lo .. lo+N-1 away from the row's start (lo >=
+  // W-1, no edges), inline: its ids in 16-byte loads where the row allows (from the caches: the
+  // span just read them), compared in registers.
+  template <int W, int N>
+  __device__ __forceinline__ TokenFlags<N> vector_flags(int64_t b, int64_t lo) const {
+    constexpr int kLoads = (4 + N + 3) / 4;  // positions lo-4 .. lo+N-1
+    const int32_t* id = ids(b);
+    int32_t v[4 * kLoads];
+    if (lo >= 4 && lo - 4 + 4 * kLoads <= seqlen &&
+        reinterpret_cast<uintptr_t>(id + lo - 4) % 16 == 0) {
+#pragma unroll
+      for (int q = 0; q < kLoads; ++q) {
+        const Vec<int32_t, 4> four = *reinterpret_cast<const Vec<int32_t, 4>*>(id + lo - 4 + 4 * q);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) v[4 * q + e] = four.v[e];
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < 4 * kLoads; ++i) {
+        const int64_t p = lo - 4 + i;
+        v[i] = p >= 0 && p < seqlen ? id[p] : -1;
+      }
+    }
+    TokenFlags<N> m;
+#pragma unroll
+    for (int i = 0; i < TokenFlags<N>::kWords; ++i) m.w[i] = 0;
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      const int32_t own = v[4 + i];
+      unsigned f = 0;
+#pragma unroll
+      for (int k = 0; k < W; ++k) f |= (own >= 0 && v[4 + i - (W - 1) + k] == own ? 1u : 0u) << k;
+      m.w[i / 4] |= f << (8 * (i % 4));
+    }
+    return m;
+  }
+
+  // span, computed by kLanes consecutive lanes that share lo together (every lane of the warp must
+  // call it).
+  template <int W, int kOwn, int kAhead, int kLanes>
+  __device__ __forceinline__ Span span_by(int64_t b, int64_t lo, int lane) const {
+    const bool short_cut = lo < W - 1 || (dfinal_states && lo + kOwn + kAhead > seqlen - (W - 1));
+    if (!seq_idx) return short_cut ? Span::mixed : Span::full;
+    const Span s = scan_ids_by<W, kOwn, kOwn + kAhead, kLanes>(ids(b), lo < W - 1 ? W - 1 : lo,
+                                                               seqlen, lane);
+    return short_cut ? Span::mixed : s;
+  }
+
+  // Output t (< W-1) of row b, channel d, whose window reaches into the initial states; x_row:
+  // position p of that row and channel at x_row[p * stride].
+  template <int W>
+  __device__ __forceinline__ float edge_output(const T* x_row, int64_t stride, const Filter<W>& f,
+                                               int64_t b, int64_t d, int64_t t, bool silu) const {
+    const T* st = state(b, d, W);
+    float in[W];
+#pragma unroll
+    for (int k = 0; k < W; ++k) {
+      const int64_t p = t - (W - 1) + k;
+      in[k] = p >= 0 ? to_float(x_row[p * stride]) : to_float(st[(W - 1) + p]);
+    }
+    return ch08::conv_output<W>(f, in, ch08::taps_with_state<W>(flags<W>(b, t)), silu);
+  }
+
+  // The final states of row b, channel d: the last W-1 inputs of its last sequence (0 for inputs of
+  // an earlier one, all 0 when the row ends in padding). Copies of inputs, so the same bits.
+  template <int W>
+  __device__ __forceinline__ void write_final(const T* x_row, int64_t stride, int64_t b,
+                                              int64_t d) const {
+    if (!final_states) return;
+    const T* st = state(b, d, W);
+    T v[W - 1];
+#pragma unroll
+    for (int j = 0; j < W - 1; ++j) {
+      const int64_t p = seqlen - (W - 1) + j;
+      v[j] = !in_final(b, p) ? from_float<T>(0.0f)
+             : p >= 0        ? x_row[p * stride]
+             : st            ? st[(W - 1) + p]
+                             : from_float<T>(0.0f);
+    }
+#pragma unroll
+    for (int j = 0; j < W - 1; ++j) final_states[(b * dim + d) * (W - 1) + j] = v[j];
+  }
+
+  // Channel-last tiles (chapter 08's cl_tiled, chapter 09's): does a tile have edge work? The
+  // first tile of a row does (checked inline: the work itself is out of line).
+  __device__ __forceinline__ bool owns_edges(int64_t t0, int, bool) const { return t0 == 0; }
+
+  // The first tile of a row computes the row's edge outputs, which its walk left alone, and writes
+  // its final states.
+  // (Out of line, as the kernels' other rare work: arguments by value, the filters loaded again.)
+  template <int W, int N>
+  __device__ __noinline__ void tile_edges(const ch08::DirectArgs<T> a, int64_t b, int64_t d0,
+                                          int64_t t0, int, bool) const {
+    if (t0 != 0) return;
+    const T* x = a.x + b * seqlen * dim;
+    T* out = a.out + b * seqlen * dim;
+    for (int i = 0; i < N; ++i) {
+      const int64_t d = d0 + i;
+      const Filter<W> f = ch08::load_filter<W>(a.weight, a.bias, d);
+      if (initial_states)
+        for (int t = 0; t < W - 1; ++t)
+          if (t < seqlen && (flags<W>(b, t) & kEdge))
+            out[t * dim + d] = from_float<T>(edge_output<W>(x + d, dim, f, b, d, t, a.silu));
+      write_final<W>(x + d, dim, b, d);
+    }
+  }
+
+  // ---- Backward (chapter 09's kernels).
+  // (Out of line, as all the rare work.)
+  template <int W>
+  __device__ __noinline__ const T* state_at(int64_t b, int64_t, int64_t d) const {
+    return state(b, d, W);
+  }
+  template <int W>
+  __device__ __noinline__ float dfinal_at(int64_t b, int64_t, int64_t d, int j) const {
+    return dfinal_states[(b * dim + d) * (W - 1) + j];
+  }
+  // What final state j' passes straight back to initial state j (a row shorter than W-1, whose
+  // final states reach into its initial states).
+  template <int W>
+  __device__ __forceinline__ float final_to_initial(int64_t b, int64_t d, int j) const {
+    const int64_t p = j - (W - 1), first = seqlen - (W - 1);
+    return dfinal_states && p >= first && in_final(b, p)
+               ? dfinal_states[(b * dim + d) * (W - 1) + (p - first)]
+               : 0.0f;
+  }
+
+  // The initial states' gradient of row b, channel d, from dz at the row's first positions (dz[t]
+  // for t < W-1, `flags_at(t)` their flags): output t's window reaches before t = 0 when it
+  // reaches t = 0 itself (tap W-1-t), since the inputs before 0 belong to the sequence at 0.
+  template <int W, class FlagsAt>
+  __device__ __forceinline__ void row_dinit(int64_t b, int64_t d, const Filter<W>& f,
+                                            const float* dz, FlagsAt&& flags_at) const {
+    if (!dinitial_states) return;
+#pragma unroll
+    for (int j = 0; j < W - 1; ++j)
+      dinitial_states[(b * dim + d) * (W - 1) + j] = state_gradient<W>(
+          f, dz, j, final_to_initial<W>(b, d, j),
+          [&](int t) { return t < seqlen && (flags_at(t) >> (W - 1 - t) & 1u); });
+  }
+
+  // Channel-last tiles: the first tile of a row computes the row's initial states' gradient, its
+  // dz at the first W-1 positions again from memory.
+  template <int W, int N, class Args>
+  __device__ __noinline__ void tile_dinit(const Args a, int64_t b, int64_t d0, int64_t t0, int,
+                                          bool) const {
+    if (t0 != 0 || !dinitial_states) return;
+    const int64_t at = b * seqlen * dim;
+    for (int i = 0; i < N; ++i) {
+      const int64_t d = d0 + i;
+      const Filter<W> f = ch08::load_filter<W>(a.weight, a.bias, d);
+      float dz[W - 1];
+#pragma unroll
+      for (int t = 0; t < W - 1; ++t)
+        dz[t] = t < seqlen ? dz_from_memory<W>(a.x + at + d, a.dout + at + d, dim, 0, state(b, d, W),
+                                               f, flags<W>(b, t), t, a.silu)
+                           : 0.0f;
+      row_dinit<W>(b, d, f, dz, [&](int t) { return flags<W>(b, t); });
+    }
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Variable-length batches with a state cache.
+
+template <class T>
+struct Varlen {
+  static constexpr bool kPacked = true, kFewConfigurations = true;
+  const int32_t* cu_seqlens = nullptr;     // [N + 1]
+  int32_t sequences = 0;                   // N
+  const int32_t* state_indices = nullptr;  // [N], or nullptr: sequence n uses cache row n
+  int64_t total = 0, dim = 0;              // tokens [total, D]
+  const T* states_in = nullptr;  // the cache [C, D, W-1] when sequences start from it, or nullptr
+  T* states_out = nullptr;       // the cache, receiving the final states (forward), or nullptr
+  const float* dfinal_states = nullptr;  // [C, D, W-1] by cache row (backward), or nullptr
+  float* dstates = nullptr;              // [C, D, W-1] out by cache row (backward), or nullptr
+
+  __device__ __forceinline__ int32_t slot(int32_t n) const {
+    return state_indices ? state_indices[n] : n;
+  }
+
+  // The flags of token t of sequence n.
+  template <int W>
+  __device__ __forceinline__ unsigned flags_in(int32_t n, int64_t t) const {
+    const int64_t start = cu_seqlens[n], end = cu_seqlens[n + 1];
+    unsigned m = 0;
+#pragma unroll
+    for (int k = 0; k < W; ++k) m |= (t - (W - 1) + k >= start ? 1u : 0u) << k;
+    if (states_in && t - start < W - 1 && slot(n) >= 0) m |= kEdge;
+    if (dfinal_states && end - t <= W - 1 && slot(n) >= 0)
+      m |= unsigned(t - (end - (W - 1)) + 1) << kFinalShift;
+    return m;
+  }
+
+  template <int W>
+  __device__ __forceinline__ unsigned flags(int64_t, int64_t t) const {
+    return flags_in<W>(sequence_of(cu_seqlens, sequences, t), t);
+  }
+
+  // One search, then the sequence index moves along with t.
+  template <int W>
+  struct Cursor {
+    const Varlen* v;
+    int64_t t;
+    int32_t n;
+    __device__ __forceinline__ unsigned next() {
+      const int64_t at = t++;
+      if (at >= v->total) return 0u;
+      while (v->cu_seqlens[n + 1] <= at) ++n;
+      return v->template flags_in<W>(n, at);
+    }
+  };
+  template <int W>
+  __device__ __forceinline__ Cursor<W> cursor(int64_t, int64_t lo) const {
+    return {this, lo, sequence_of(cu_seqlens, sequences, lo < total ? lo : 0)};
+  }
+  // (Out of line: the ranges that need it are few, and its loop would cost every thread registers.)
+  template <int W, int N>
+  __device__ __noinline__ TokenFlags<N> flags_of(int64_t b, int64_t lo) const {
+    Cursor<W> c = cursor<W>(b, lo);
+    TokenFlags<N> m;
+#pragma unroll
+    for (int i = 0; i < TokenFlags<N>::kWords; ++i) m.w[i] = 0;
+#pragma unroll
+    for (int i = 0; i < N; ++i) m.w[i / 4] |= c.next() << (8 * (i % 4));
+    return m;
+  }
+
+  // [docs:ch10_varlen_span]
+  // Full when one sequence holds the whole range and the W-1 inputs before it: the sequence of
+  // the first input it reads ends after the range (and, in the backward with final states'
+  // gradients, not within W-1 of its end).
+  template <int W, int kOwn, int kAhead>
+  __device__ __forceinline__ Span span(int64_t, int64_t lo) const {
+    if (lo < W - 1) return Span::mixed;
+    const int64_t hi = lo + kOwn + kAhead < total ? lo + kOwn + kAhead : total;
+    const int64_t end = cu_seqlens[sequence_of(cu_seqlens, sequences, lo - (W - 1)) + 1];
+    if (end < hi || (dfinal_states && hi > end - (W - 1))) return Span::mixed;
+    return Span::full;
+  }
+  // [/docs:ch10_varlen_span]
+  template <int W, int kOwn, int kAhead, int kLanes>
+  __device__ __forceinline__ Span span_by(int64_t b, int64_t lo, int) const {
+    return span<W, kOwn, kAhead>(b, lo);
+  }
+
+  // Channel-last tiles: a tile owns the sequences that start in it (the last tile also those of
+  // length 0 at the very end). A full tile owns none but the last one (checked inline: the work
+  // itself is out of line).
+  __device__ __forceinline__ bool owns_edges(int64_t t0, int rows, bool full) const {
+    return !full || t0 + rows >= total;
+  }
+  // For each sequence it owns, it computes the first W-1 outputs when the sequence starts from its
+  // cache row (its walk, and the next tile's, left them alone), and then writes the final state
+  // back into that row. One thread reads a row and then writes it: in place is safe.
+  template <int W, int N>
+  __device__ __noinline__ void tile_edges(const ch08::DirectArgs<T> a, int64_t, int64_t d0,
+                                          int64_t t0, int rows, bool full) const {
+    const int64_t t_end = t0 + rows;
+    if (full && t_end < total) return;  // one sequence covers the tile: none starts here
+    for (int32_t n = first_starting_at(cu_seqlens, sequences, t0); n < sequences; ++n) {
+      const int64_t start = cu_seqlens[n], end = cu_seqlens[n + 1];
+      if (start >= t_end && !(start == total && t_end >= total)) break;
+      const int32_t s = slot(n);
+      if (s < 0 || !states_out) continue;
+      for (int i = 0; i < N; ++i) {
+        const int64_t d = d0 + i;
+        const Filter<W> f = ch08::load_filter<W>(a.weight, a.bias, d);
+        const T* st = states_in ? states_in + (s * dim + d) * (W - 1) : nullptr;
+        if (st)
+#pragma unroll
+          for (int j = 0; j < W - 1; ++j) {
+            const int64_t t = start + j;
+            if (t >= end) break;
+            float in[W];
+#pragma unroll
+            for (int k = 0; k < W; ++k) {
+              const int64_t p = t - (W - 1) + k;
+              in[k] = p >= start ? to_float(a.x[p * dim + d]) : to_float(st[(W - 1) + p - start]);
+            }
+            a.out[t * dim + d] = from_float<T>(ch08::conv_output<W>(f, in, kAllTaps<W>, a.silu));
+          }
+        T v[W - 1];  // every value read before any is written
+#pragma unroll
+        for (int j = 0; j < W - 1; ++j) {
+          const int64_t p = end - (W - 1) + j;
+          v[j] = p >= start ? a.x[p * dim + d] : st ? st[(W - 1) + p - start] : from_float<T>(0.0f);
+        }
+#pragma unroll
+        for (int j = 0; j < W - 1; ++j) states_out[(s * dim + d) * (W - 1) + j] = v[j];
+      }
+    }
+  }
+
+  // ---- Backward (chapter 09's kernels).
+  template <int W>
+  __device__ __forceinline__ const T* state_at(int64_t, int64_t t, int64_t d) const {
+    return states_in + (slot(sequence_of(cu_seqlens, sequences, t)) * dim + d) * (W - 1);
+  }
+  template <int W>
+  __device__ __forceinline__ float dfinal_at(int64_t, int64_t t, int64_t d, int j) const {
+    return dfinal_states[(slot(sequence_of(cu_seqlens, sequences, t)) * dim + d) * (W - 1) + j];
+  }
+
+  // Channel-last tiles: for each sequence that starts in this tile (as tile_edges) and has a cache
+  // row, that row's gradient: dz at the sequence's first W-1 positions again, from memory (they
+  // may lie in the next tile), and what the final state's gradient passes straight back (a
+  // sequence shorter than W-1; all of it for a sequence of length 0).
+  template <int W, int N, class Args>
+  __device__ __noinline__ void tile_dinit(const Args a, int64_t, int64_t d0, int64_t t0, int rows,
+                                          bool full) const {
+    const int64_t t_end = t0 + rows;
+    if (!dstates || (full && t_end < total)) return;
+    for (int32_t n = first_starting_at(cu_seqlens, sequences, t0); n < sequences; ++n) {
+      const int64_t start = cu_seqlens[n], end = cu_seqlens[n + 1];
+      if (start >= t_end && !(start == total && t_end >= total)) break;
+      const int32_t s = slot(n);
+      if (s < 0) continue;
+      for (int i = 0; i < N; ++i) {
+        const int64_t d = d0 + i, row = (s * dim + d) * (W - 1);
+        const Filter<W> f = ch08::load_filter<W>(a.weight, a.bias, d);
+        const T* st = states_in ? states_in + row : nullptr;
+        float dz[W - 1];
+#pragma unroll
+        for (int m = 0; m < W - 1; ++m)
+          dz[m] = start + m < end ? dz_from_memory<W>(a.x + d, a.dout + d, dim, start, st, f,
+                                                      flags_in<W>(n, start + m), start + m, a.silu)
+                                  : 0.0f;
+#pragma unroll
+        for (int j = 0; j < W - 1; ++j) {
+          const int64_t p = start - (W - 1) + j;  // the input this state value stands for
+          const float from_final = dfinal_states && p >= end - (W - 1)
+                                       ? dfinal_states[row + (p - (end - (W - 1)))]
+                                       : 0.0f;
+          dstates[row + j] = state_gradient<W>(f, dz, j, from_final,
+                                               [&](int m) { return start + m < end; });
+        }
+      }
+    }
+  }
+};
+
+}  // namespace conv1d::ch10
