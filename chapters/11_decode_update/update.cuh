@@ -1,0 +1,90 @@
+// Chapter 11: the launch of one decoding step, and which of the two kernels runs it.
+//
+//   decode_update_vector    a thread per (row, 16 bytes of channels); a state of W-1 inputs, D a
+//                           multiple of the group                                 (update_vector.cuh)
+//   decode_update_channel   a thread per (row, channel); any S >= W-1, any D      (update_channel.cuh)
+//
+// Both run a grid of B rows of blocks, the batch row taken from the block index, so B = 1 puts a
+// step's D channels on D/64 (or D/512 in 16-bit groups) blocks and B = 256 on 256 times as many.
+// Blocks of 64 threads spread a small step over more multiprocessors than 256 would.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+#include "chapters/11_decode_update/update_channel.cuh"
+#include "chapters/11_decode_update/update_vector.cuh"
+#include "common/launch.cuh"
+
+namespace conv1d::ch11 {
+
+enum class Kernel { vector, channel };
+
+inline const char* kernel_name(Kernel k) {
+  return k == Kernel::vector ? "decode_update_vector" : "decode_update_channel";
+}
+
+constexpr int kDecodeThreads = 64;
+
+// Whether the vector kernel can run a step: a state of W-1 inputs, D a multiple of the channels in
+// 16 bytes, and every tensor aligned to 16 bytes (cudaMalloc's are, and so is every step's slice
+// of them when D is such a multiple).
+template <class T>
+bool vector_fits(const StepArgs<T>& a, int width) {
+  const bool aligned = aligned_to(a.x, 16) && aligned_to(a.out, 16) && aligned_to(a.state, 16) &&
+                       aligned_to(a.weight, 16) && (a.bias == nullptr || aligned_to(a.bias, 16));
+  return a.state_len == width - 1 && a.dim % kPer16<T> == 0 && aligned;
+}
+
+// "auto" (the vector kernel where it fits), "vector" or "channel".
+template <class T>
+Kernel choose_kernel(const StepArgs<T>& a, int width, const std::string& choice) {
+  if (choice == "channel" || (choice == "auto" && !vector_fits(a, width))) return Kernel::channel;
+  return Kernel::vector;
+}
+
+// Calls f(std::integral_constant<int, T>) for T = tokens in 1..kMaxTokens.
+template <class F>
+void dispatch_tokens(int tokens, F&& f) {
+  switch (tokens) {
+    case 1: return f(std::integral_constant<int, 1>{});
+    case 2: return f(std::integral_constant<int, 2>{});
+    case 3: return f(std::integral_constant<int, 3>{});
+    case 4: return f(std::integral_constant<int, 4>{});
+    case 5: return f(std::integral_constant<int, 5>{});
+    case 6: return f(std::integral_constant<int, 6>{});
+    case 7: return f(std::integral_constant<int, 7>{});
+    case 8: return f(std::integral_constant<int, 8>{});
+  }
+  throw std::invalid_argument("decode step: tokens per step must be 1.." +
+                              std::to_string(kMaxTokens) + " (got " + std::to_string(tokens) + ")");
+}
+
+// One step on stream s (or, with `facts`, only what the compiler made of its kernel).
+template <class T>
+void launch_decode_step(const StepArgs<T>& a, int width, Kernel k, cudaStream_t s = 0,
+                        KernelFacts* facts = nullptr) {
+  if (a.tokens < 1 || a.tokens > kMaxTokens || a.state_len < width - 1)
+    throw std::invalid_argument(
+        "decode step: needs 1..8 tokens and a state of at least W-1 inputs");
+  if (k == Kernel::vector && !vector_fits(a, width))
+    throw std::invalid_argument(
+        "decode_update_vector needs a state of W-1 inputs, D a multiple of the channels in 16 "
+        "bytes and 16-byte aligned tensors (decode_update_channel takes any)");
+  const int per_thread = k == Kernel::vector ? kPer16<T> : 1;
+  const int64_t row_blocks = ceil_div(ceil_div(a.dim, per_thread), kDecodeThreads);
+  const FastDivmod blocks_per_row(row_blocks);
+  const int64_t blocks = a.batch * row_blocks;
+  dispatch_width(width, [&](auto w) {
+    constexpr int W = decltype(w)::value;
+    if (k == Kernel::channel)
+      return launch_or_describe("decode_update_channel", decode_update_channel<T, W>, blocks,
+                                kDecodeThreads, s, facts, a, blocks_per_row);
+    dispatch_tokens(a.tokens, [&](auto t) {
+      launch_or_describe("decode_update_vector", decode_update_vector<T, W, decltype(t)::value>,
+                         blocks, kDecodeThreads, s, facts, a, blocks_per_row);
+    });
+  });
+}
+
+}  // namespace conv1d::ch11

@@ -1,0 +1,55 @@
+# shellcheck shell=bash disable=SC2154  # out, build, row and step come from scripts/gpu-check.sh
+# Chapter 11 (the decoding update): the benchmark report behind docs/11_decode_update.md, what the
+# compiler made of the decoding kernels, and sanitizers on awkward shapes (graphs included).
+#
+# Every run decodes a loop of 64 steps and reports four variants in one run (linear and circular
+# buffers, each replayed from a CUDA graph and launched step by step); the kernel rows of the loop
+# are the whole loop, the "per step" rows the loop over 64. The shape column reads L=T (the new
+# tokens of one step); runs with the same shape are told apart by their order (nth= in docs_sync):
+#
+# Result files (under $out/results):
+#   bench_11.tsv, bench_11_kernels.tsv   bf16, W 4, SiLU, in this order:
+#                                          1. B 256 D 4096 T 1     (goal: <= 6 us a step, graph)
+#                                          2. B 64 D 4096 T 1      (goal: <= 4 us)
+#                                          3. B 1 D 4096 T 1       (goal: <= 3 us)
+#                                          4. B 256 D 4096 T 4     (goal: <= 8 us)
+#                                          5. B 256 D 2048 T 1     (the reference library's shape)
+#                                          6. B 256 D 4096 T 1 --gather (512 cache rows, padding)
+#                                          7. B 256 D 4096 T 1 --kernel channel (a thread a channel)
+#                                          8. B 256 D 4096 T 1 --state-len 8 (channel kernel; the
+#                                             linear buffer shifts 8 entries, the circular writes 1)
+#                                          9. fp32, B 256 D 4096 T 1
+#   ch11_resources.txt, .tsv             registers, stack and local memory per kernel (cuobjdump)
+
+exe11=$build/chapters/11_decode_update/ch11_decode_update
+bench11=$out/results/bench_11.tsv
+rm -f "$bench11" "${bench11%.tsv}_kernels.tsv"
+
+run11() {  # run11 TAG ARGS...
+  bench_run ch11_decode_update "ch11_$1" "$exe11" "$bench11" "${@:2}"
+}
+
+if [[ -x $exe11 ]]; then
+  base11=(--dim 4096 --width 4 --silu --steps 64 --iters 20 --warmup 3)
+  run11 b256_bf16 "${base11[@]}" --batch 256 --seqlen 1 --dtype bf16
+  run11 b64_bf16 "${base11[@]}" --batch 64 --seqlen 1 --dtype bf16
+  run11 b1_bf16 "${base11[@]}" --batch 1 --seqlen 1 --dtype bf16
+  run11 b256_t4_bf16 "${base11[@]}" --batch 256 --seqlen 4 --dtype bf16
+  run11 b256_d2048_bf16 --dim 2048 --width 4 --silu --steps 64 --iters 20 --warmup 3 \
+    --batch 256 --seqlen 1 --dtype bf16
+  run11 b256_gather_bf16 "${base11[@]}" --batch 256 --seqlen 1 --dtype bf16 --gather
+  run11 b256_channel_bf16 "${base11[@]}" --batch 256 --seqlen 1 --dtype bf16 --kernel channel
+  run11 b256_state8_bf16 "${base11[@]}" --batch 256 --seqlen 1 --dtype bf16 --state-len 8
+  run11 b256_fp32 "${base11[@]}" --batch 256 --seqlen 1 --dtype fp32
+
+  resources_table ch11_decode_update "$exe11" 'decode_update' "$out/results/ch11_resources.txt"
+
+  # Sanitizers: D not a multiple of the 16-byte group (the channel kernel), states longer than the
+  # window, more tokens than the state holds, gathered rows with padding; graphs and direct
+  # launches both (the chapter runs both).
+  sanitize_shapes ch11_decode_update "$exe11" \
+    "--batch 3 --dim 37 --seqlen 3 --width 3 --bias --silu --dtype fp32 --steps 5 --gather" \
+    "--batch 2 --dim 16 --seqlen 5 --width 4 --dtype fp16 --steps 6 --state-len 7 --gather"
+else
+  row ch11_decode_update bench FAIL "$exe11 not built"
+fi
