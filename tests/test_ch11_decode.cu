@@ -49,16 +49,19 @@ struct LoopResult {
 
 // One loop of p.steps steps over `buffer` with kernel k, launched directly on the legacy stream
 // (graph: captured on a stream of its own and replayed `replays` times, the cache restored
-// before each replay), from the cache as it was before the loop.
-LoopResult run_loop(const Decode& p, Buffer buffer, Kernel k, bool graph = false, int replays = 1) {
+// before each replay), from the cache as it was before the loop; blocks of `threads` (0: the
+// launch's choice).
+LoopResult run_loop(const Decode& p, Buffer buffer, Kernel k, bool graph = false, int replays = 1,
+                    int threads = 0) {
   DecodeDevice dev(p, buffer == Buffer::linear, buffer == Buffer::circular);
   dev.out.poison();
   dispatch_storage(p.opt.dtype, [&](auto tag) {
     using T = device_t<typename decltype(tag)::type>;
     const StepArgs<T> first = dev.first_step<T>(p, buffer);
-    if (!graph) return enqueue_loop(first, p.steps, p.opt.width, k, 0);
+    if (!graph) return enqueue_loop(first, p.steps, p.opt.width, k, 0, threads);
     Stream s;
-    CapturedGraph g(s.get(), [&] { enqueue_loop(first, p.steps, p.opt.width, k, s.get()); });
+    CapturedGraph g(s.get(),
+                    [&] { enqueue_loop(first, p.steps, p.opt.width, k, s.get(), threads); });
     for (int r = 0; r < replays; ++r) {
       dev.restore(buffer, s.get());
       dev.out.poison(s.get());
@@ -374,6 +377,29 @@ TEST(Ch11Decode, GatherLeavesOtherRowsUntouched) {
             ASSERT_EQ(r.cache.get(i), p.cache_before[int(b)].get(i)) << "cache row " << c;
         }
         EXPECT_EQ(untouched_rows, p.cache_rows - p.active_rows);
+      }
+  }
+}
+
+// The block size only changes which block a thread is in: every size gives the same bits, with D
+// not a multiple of any block (the last block of a row has threads past D).
+TEST(Ch11Decode, EveryBlockSizeGivesTheSameBits) {
+  CONV1D_REQUIRE_GPU_OR_SKIP();
+  for (Dtype t : {Dtype::fp32, Dtype::bf16}) {
+    const Options o = shape_options(3, 1000, 2, 4, t, true, true, 450);
+    const DecodeFlags f = decode_flags(5, 0, true);
+    const Decode p = make_decode(o, f);
+    for (Buffer b : {Buffer::linear, Buffer::circular})
+      for (Kernel k : {Kernel::vector, Kernel::channel}) {
+        const LoopResult first = run_loop(p, b, k, false, 1, 64);
+        expect_correct(p, b, first);
+        for (int threads : {128, 256, 512}) {
+          SCOPED_TRACE(describe(o, f) + " " + buffer_name(b) + " " + kernel_name(k) + " " +
+                       std::to_string(threads) + " threads");
+          const LoopResult r = run_loop(p, b, k, false, 1, threads);
+          EXPECT_TRUE(same_bits(r.out, first.out));
+          EXPECT_TRUE(same_bits(r.cache, first.cache));
+        }
       }
   }
 }

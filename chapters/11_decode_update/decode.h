@@ -42,6 +42,7 @@ struct DecodeFlags {
   std::string buffer = "both";  // linear, circular, both
   std::string kernel = "auto";  // auto, vector, channel
   std::string launch = "both";  // graph, direct, both
+  int64_t threads = 0;          // per block; 0: the launch chooses (update.cuh)
 };
 
 int64_t state_len_of(const Options& o, const DecodeFlags& f);

@@ -89,6 +89,9 @@ class DecodeChapter : public Chapter {
         choice_flag("--kernel", &flags_.kernel, {"auto", "vector", "channel"},
                     "auto (default: vector where S = W-1 and D is a multiple of 16 bytes of "
                     "channels), vector or channel (a thread per channel, any shape)"),
+        int_flag("--threads", &flags_.threads, 0, 512,
+                 "threads per block: 64, 128, 256 or 512 (default 0: 256 where that still gives "
+                 "every multiprocessor two blocks, then 128, else 64)"),
         choice_flag("--launch", &flags_.launch, {"graph", "direct", "both"},
                     "the loop replayed from a CUDA graph, launched step by step, or both "
                     "(default)")};
@@ -212,7 +215,8 @@ class DecodeChapter : public Chapter {
 
   template <class T>
   void enqueue(const Plan& plan, Kernel k, cudaStream_t s) {
-    enqueue_loop(dev_->first_step<T>(p_, plan.buffer), p_.steps, opt().width, k, s);
+    enqueue_loop(dev_->first_step<T>(p_, plan.buffer), p_.steps, opt().width, k, s,
+                 int(flags_.threads));
   }
 
   MeasuredVariant variant(const Plan& plan) {
@@ -225,7 +229,7 @@ class DecodeChapter : public Chapter {
       using T = device_t<typename decltype(tag)::type>;
       const StepArgs<T> first = dev_->first_step<T>(p_, plan.buffer);
       kernel = choose_kernel(first, o.width, flags_.kernel);
-      launch_decode_step(first, o.width, kernel, stream_->get(), &facts);
+      launch_decode_step(first, o.width, kernel, stream_->get(), &facts, int(flags_.threads));
       if (plan.graph)
         graphs_[int(plan.buffer)] = std::make_unique<CapturedGraph>(
             stream_->get(), [&] { enqueue<T>(plan, kernel, stream_->get()); });

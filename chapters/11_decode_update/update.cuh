@@ -4,9 +4,10 @@
 //                           multiple of the group                                 (update_vector.cuh)
 //   decode_update_channel   a thread per (row, channel); any S >= W-1, any D      (update_channel.cuh)
 //
-// Both run a grid of B rows of blocks, the batch row taken from the block index, so B = 1 puts a
-// step's D channels on D/64 (or D/512 in 16-bit groups) blocks and B = 256 on 256 times as many.
-// Blocks of 64 threads spread a small step over more multiprocessors than 256 would.
+// Both run a grid of B rows of blocks, the batch row taken from the block index. The block size
+// follows the step (decode_threads): a small step (B = 1: D/8 threads in 16-bit groups) in blocks
+// of 64, spread over as many multiprocessors as it can fill; a big one (B = 256: 131072 threads)
+// in blocks of 256, a quarter as many blocks for the block scheduler to place.
 #pragma once
 
 #include <stdexcept>
@@ -24,7 +25,20 @@ inline const char* kernel_name(Kernel k) {
   return k == Kernel::vector ? "decode_update_vector" : "decode_update_channel";
 }
 
-constexpr int kDecodeThreads = 64;
+// Threads per block for a step of `threads` threads: the largest of 256, 128 and 64 that still
+// gives every multiprocessor two blocks (64 below that). `requested` (--threads) wins.
+inline int decode_threads(int64_t threads, int requested = 0) {
+  if (requested > 0) return requested;
+  static const int sm_count = [] {
+    int device = 0, n = 0;
+    GPU_CHECK(cudaGetDevice(&device));
+    GPU_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device));
+    return n;
+  }();
+  for (int t : {256, 128})
+    if (ceil_div(threads, int64_t(t)) >= 2 * int64_t(sm_count)) return t;
+  return 64;
+}
 
 // Whether the vector kernel can run a step: a state of W-1 inputs, D a multiple of the channels in
 // 16 bytes, and every tensor aligned to 16 bytes (cudaMalloc's are, and so is every step's slice
@@ -60,10 +74,11 @@ void dispatch_tokens(int tokens, F&& f) {
                               std::to_string(kMaxTokens) + " (got " + std::to_string(tokens) + ")");
 }
 
-// One step on stream s (or, with `facts`, only what the compiler made of its kernel).
+// One step on stream s (or, with `facts`, only what the compiler made of its kernel), in blocks
+// of `threads` (0: decode_threads' choice).
 template <class T>
 void launch_decode_step(const StepArgs<T>& a, int width, Kernel k, cudaStream_t s = 0,
-                        KernelFacts* facts = nullptr) {
+                        KernelFacts* facts = nullptr, int threads = 0) {
   if (a.tokens < 1 || a.tokens > kMaxTokens || a.state_len < width - 1)
     throw std::invalid_argument(
         "decode step: needs 1..8 tokens and a state of at least W-1 inputs");
@@ -72,17 +87,19 @@ void launch_decode_step(const StepArgs<T>& a, int width, Kernel k, cudaStream_t 
         "decode_update_vector needs a state of W-1 inputs, D a multiple of the channels in 16 "
         "bytes and 16-byte aligned tensors (decode_update_channel takes any)");
   const int per_thread = k == Kernel::vector ? kPer16<T> : 1;
-  const int64_t row_blocks = ceil_div(ceil_div(a.dim, per_thread), kDecodeThreads);
+  const int64_t row_threads = ceil_div(a.dim, int64_t(per_thread));
+  const int block = decode_threads(a.batch * row_threads, threads);
+  const int64_t row_blocks = ceil_div(row_threads, int64_t(block));
   const FastDivmod blocks_per_row(row_blocks);
   const int64_t blocks = a.batch * row_blocks;
   dispatch_width(width, [&](auto w) {
     constexpr int W = decltype(w)::value;
     if (k == Kernel::channel)
       return launch_or_describe("decode_update_channel", decode_update_channel<T, W>, blocks,
-                                kDecodeThreads, s, facts, a, blocks_per_row);
+                                block, s, facts, a, blocks_per_row);
     dispatch_tokens(a.tokens, [&](auto t) {
       launch_or_describe("decode_update_vector", decode_update_vector<T, W, decltype(t)::value>,
-                         blocks, kDecodeThreads, s, facts, a, blocks_per_row);
+                         blocks, block, s, facts, a, blocks_per_row);
     });
   });
 }

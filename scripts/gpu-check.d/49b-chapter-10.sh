@@ -12,6 +12,10 @@
 #                                        the 32768 tokens, D 4096, states read from and written to a
 #                                        cache; bias and SiLU; fp32; the rows form in 7 chunks
 #   ch10_resources.txt, .tsv             registers, stack and local memory per kernel (cuobjdump)
+#   ch10_ncu.csv, .tsv                   the forward kernels with the states alone (no seq_idx) and
+#                                        chapter 08's on the same x, 8x4096x4096 bf16: duration, DRAM
+#                                        bytes, warps active, issue stalls (no instruction, long
+#                                        scoreboard): where the packed kernels' time goes
 
 exe10=$build/chapters/10_packed_sequences/ch10_packed_sequences
 bench10=$out/results/bench_10.tsv
@@ -34,6 +38,18 @@ if [[ -x $exe10 ]]; then
 
   resources_table ch10_packed_sequences "$exe10" 'conv_fwd_c[fl]_|conv_bwd_c[fl]I' \
     "$out/results/ch10_resources.txt" 'PackedRows|Varlen'
+
+  step "ch10 under Nsight Compute"
+  if command -v ncu > /dev/null &&
+     ncu --csv --page raw --clock-control none --kernel-name regex:'conv_fwd_c[fl]_' \
+       --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,sm__warps_active.avg.pct_of_peak_sustained_active,smsp__average_warps_issue_stalled_no_instruction_per_issue_active.ratio,smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio,smsp__average_warp_latency_per_inst_issued.ratio \
+       --log-file "$out/results/ch10_ncu.csv" "$exe10" --batch 8 --dim 4096 --seqlen 4096 --width 4 --dtype bf16 \
+       --initial-states --seq-lens none --direction forward --iters 1 --warmup 0 > "$out/logs/ncu_ch10.log" 2>&1; then
+    python3 "$root/scripts/result_tables.py" ncu "$out/results/ch10_ncu.csv" "$out/results/ch10_ncu.tsv"
+    row ch10_packed_sequences "ncu: states alone against chapter 08" pass "results/ch10_ncu.csv, .tsv"
+  else
+    row ch10_packed_sequences "ncu: states alone against chapter 08" FAIL "see logs/ncu_ch10.log"
+  fi
 
   # Sanitizers, both directions: sequences of length 0 and 1 and L shorter than a vector (vectors
   # across rows) with states; a varlen batch with empty sequences and sequences shorter than the

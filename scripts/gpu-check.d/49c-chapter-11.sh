@@ -19,7 +19,15 @@
 #                                          8. B 256 D 4096 T 1 --state-len 8 (channel kernel; the
 #                                             linear buffer shifts 8 entries, the circular writes 1)
 #                                          9. fp32, B 256 D 4096 T 1
+#   bench_11_threads.tsv, _kernels.tsv   the block size (--threads 64, 128, 256, 512), linear buffer,
+#                                        graph replay, at B 256 T 1, B 64 T 1 and B 256 T 4 (in that
+#                                        order, each shape's four runs together): what the default
+#                                        choice (decode_threads in update.cuh) rests on
 #   ch11_resources.txt, .tsv             registers, stack and local memory per kernel (cuobjdump)
+#   ch11_ncu.csv, .tsv                   one step's kernel at B 256 D 4096 T 1 bf16 (8 steps, each
+#                                        profiled alone): its duration, DRAM bytes and warps active,
+#                                        to set against the step's time in the loop
+#   ch11_ncu_threads64.csv, .tsv         the same in blocks of 64 threads
 
 exe11=$build/chapters/11_decode_update/ch11_decode_update
 bench11=$out/results/bench_11.tsv
@@ -42,7 +50,33 @@ if [[ -x $exe11 ]]; then
   run11 b256_state8_bf16 "${base11[@]}" --batch 256 --seqlen 1 --dtype bf16 --state-len 8
   run11 b256_fp32 "${base11[@]}" --batch 256 --seqlen 1 --dtype fp32
 
+  sweep11=$out/results/bench_11_threads.tsv
+  rm -f "$sweep11" "${sweep11%.tsv}_kernels.tsv"
+  for shape in "256 1" "64 1" "256 4"; do
+    read -r b t <<< "$shape"
+    for threads in 64 128 256 512; do
+      bench_run ch11_decode_update "ch11_threads_b${b}_t${t}_${threads}" "$exe11" "$sweep11" \
+        "${base11[@]}" --batch "$b" --seqlen "$t" --dtype bf16 --buffer linear --launch graph \
+        --threads "$threads"
+    done
+  done
+
   resources_table ch11_decode_update "$exe11" 'decode_update' "$out/results/ch11_resources.txt"
+
+  step "ch11 under Nsight Compute"
+  for threads in 0 64; do  # the default block size, and blocks of 64
+    ncu11=$out/results/ch11_ncu$([[ $threads == 0 ]] || echo "_threads$threads")
+    if command -v ncu > /dev/null &&
+       ncu --csv --page raw --clock-control none --kernel-name regex:decode_update \
+         --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,sm__warps_active.avg.pct_of_peak_sustained_active,smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio \
+         --log-file "$ncu11.csv" "$exe11" --batch 256 --dim 4096 --seqlen 1 --width 4 --dtype bf16 \
+         --silu --steps 8 --iters 1 --warmup 0 --threads "$threads" > "$out/logs/ncu_ch11_$threads.log" 2>&1; then
+      python3 "$root/scripts/result_tables.py" ncu "$ncu11.csv" "$ncu11.tsv"
+      row ch11_decode_update "ncu: one step's kernel, --threads $threads" pass "results/$(basename "$ncu11").csv, .tsv"
+    else
+      row ch11_decode_update "ncu: one step's kernel, --threads $threads" FAIL "see logs/ncu_ch11_$threads.log"
+    fi
+  done
 
   # Sanitizers: D not a multiple of the 16-byte group (the channel kernel), states longer than the
   # window, more tokens than the state holds, gathered rows with padding; graphs and direct
