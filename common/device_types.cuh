@@ -33,19 +33,6 @@ __host__ __device__ inline float to_float(float v) { return v; }
 __device__ inline float to_float(__half v) { return __half2float(v); }
 __device__ inline float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
 
-// The same value, by moving the bits up for bf16 (the upper half of an fp32: exact). On sm_90,
-// CUDA 13 compiles __bfloat162float to a conversion that holds more registers: chapter 11's
-// kernel, which converts a whole group of states and tokens at once, took 84 registers a thread
-// with it and 56 this way (ptxas), a whole wave more at B = 256.
-template <class T>
-__device__ inline float widen(T v) {
-#if !defined(CONV1D_BACKEND_HIP)
-  if constexpr (std::is_same_v<T, __nv_bfloat16>)
-    return __uint_as_float(uint32_t(__bfloat16_as_ushort(v)) << 16);
-#endif
-  return to_float(v);
-}
-
 template <class T>
 __device__ inline T from_float(float v);
 template <>

@@ -44,13 +44,13 @@ __global__ void decode_update_channel(StepArgs<T> a, FastDivmod blocks_per_row) 
   float win[W - 1 + kMaxTokens];
 #pragma unroll
   for (int k = 0; k < W - 1; ++k) {
-    win[k] = widen(state[j]);
+    win[k] = to_float(state[j]);
     j = j + 1 == S ? 0 : j + 1;
   }
 #pragma unroll
   for (int i = 0; i < kMaxTokens; ++i)
     if (i < tokens) {
-      win[W - 1 + i] = widen(xs[i]);
+      win[W - 1 + i] = to_float(xs[i]);
       a.out[at + i] = from_float<T>(ch08::conv_output<W, false>(f, &win[i], 0, a.silu));
     }
 

@@ -53,8 +53,8 @@ struct FilterGroup {
   __device__ __forceinline__ ch08::Filter<W> operator[](int c) const {
     ch08::Filter<W> f;
 #pragma unroll
-    for (int k = 0; k < W; ++k) f.w[k] = widen(element<N>(w, c * W + k));
-    f.bias = widen(bias.v[c]);
+    for (int k = 0; k < W; ++k) f.w[k] = to_float(element<N>(w, c * W + k));
+    f.bias = to_float(bias.v[c]);
     return f;
   }
 };
@@ -88,7 +88,7 @@ __device__ __forceinline__ void step_group(const Vec<T, kPer16<T>> (&xs)[kTokens
     for (int i = 0; i < kTokens; ++i) in[S + i] = element<N>(xs, c * kTokens + i);
     float win[S + kTokens];
 #pragma unroll
-    for (int q = 0; q < S + kTokens; ++q) win[q] = widen(in[q]);
+    for (int q = 0; q < S + kTokens; ++q) win[q] = to_float(in[q]);
     const ch08::Filter<W> filter = f[c];
 #pragma unroll
     for (int i = 0; i < kTokens; ++i) {
