@@ -239,6 +239,26 @@ TEST(Ch10Rows, OneBatchManyShortSequencesWithStates) {
 // ---------------------------------------------------------------------------------------------
 // Chunked prefill: K chunks passing their final states on give the one-pass results bit for bit.
 
+// One random case of the chunk tests: rows of one sequence each (with initial states or not), cut
+// into k chunks, with the references of the direction asked for.
+struct ChunkCase {
+  Options o;
+  PackSpec spec;
+};
+ChunkCase chunk_case(Rng& rng, int k, Dtype t, int w, int trial, bool backward) {
+  const int64_t L = rng.range(2 * k + 3, 300);
+  ChunkCase c;
+  c.o = shape_options(rng.range(1, 3), 8 * rng.range(1, 6), L, w, t, rng.range(0, 1) == 1,
+                      rng.range(0, 1) == 1, trial);
+  c.spec.seq_lens = "none";
+  c.spec.initial_states = rng.range(0, 1) == 1;
+  c.spec.chunks = k;
+  c.spec.varlen = false;
+  c.spec.forward = !backward;
+  c.spec.backward = backward;
+  return c;
+}
+
 TEST(Ch10Chunks, BitForBitTheOnePass) {
   CONV1D_REQUIRE_GPU_OR_SKIP();
   Rng rng(31);
@@ -246,14 +266,7 @@ TEST(Ch10Chunks, BitForBitTheOnePass) {
   for (int k : {2, 3, 7})
     for (Dtype t : {Dtype::fp32, Dtype::fp16, Dtype::bf16})
       for (int w : {2, 3, 4}) {
-        const int64_t L = rng.range(2 * k + 3, 300);
-        const Options o = shape_options(rng.range(1, 3), 8 * rng.range(1, 6), L, w, t,
-                                        rng.range(0, 1) == 1, rng.range(0, 1) == 1, ++trial);
-        PackSpec spec;
-        spec.seq_lens = "none";
-        spec.initial_states = rng.range(0, 1) == 1;
-        spec.chunks = k;
-        spec.varlen = false;
+        const auto [o, spec] = chunk_case(rng, k, t, w, ++trial, false);
         Packed p;
         ASSERT_EQ(make_packed(o, spec, &p), "");
         for (Layout l : {Layout::channel_first, Layout::channel_last}) {
@@ -498,16 +511,7 @@ TEST(Ch10ChunksBackward, BitForBitTheOnePass) {
   for (int k : {2, 3, 7})
     for (Dtype t : {Dtype::fp32, Dtype::fp16, Dtype::bf16})
       for (int w : {2, 3, 4}) {
-        const int64_t L = rng.range(2 * k + 3, 300);
-        const Options o = shape_options(rng.range(1, 3), 8 * rng.range(1, 6), L, w, t,
-                                        rng.range(0, 1) == 1, rng.range(0, 1) == 1, ++trial);
-        PackSpec spec;
-        spec.seq_lens = "none";
-        spec.initial_states = rng.range(0, 1) == 1;
-        spec.chunks = k;
-        spec.varlen = false;
-        spec.forward = false;
-        spec.backward = true;
+        const auto [o, spec] = chunk_case(rng, k, t, w, ++trial, true);
         Packed p;
         ASSERT_EQ(make_packed(o, spec, &p), "");
         const BwdChoices c = random_choices(rng, o.dtype);
