@@ -292,19 +292,24 @@ TEST(Ch10Chunks, BitForBitTheOnePass) {
 // ---------------------------------------------------------------------------------------------
 // Variable-length batches: tokens [B*L, D], a state cache read and written in place.
 
+// A random packing of o's B*L tokens for the varlen form: an explicit list must cover every token,
+// so it gets one more sequence with the tokens it leaves.
+std::string varlen_lens(Rng& rng, const Options& o) {
+  const std::string lens = random_lens_spec(rng, o.batch * o.seqlen, false);
+  if (lens.rfind("random:", 0) == 0) return lens;
+  std::vector<int64_t> parsed;
+  EXPECT_EQ(parse_seq_lens(lens, o.batch * o.seqlen, 0, false, &parsed), "");
+  int64_t sum = 0;
+  for (int64_t v : parsed) sum += v;
+  return lens + "," + std::to_string(o.batch * o.seqlen - sum);
+}
+
 TEST(Ch10Varlen, MatchesReference) {
   CONV1D_REQUIRE_GPU_OR_SKIP();
   Rng rng(2020);
   for (int trial = 0; trial < 40; ++trial) {
     Options o = random_options(rng, trial, trial % 5 == 0 ? 500 : 120);
-    std::string lens = random_lens_spec(rng, o.batch * o.seqlen, false);
-    if (lens.rfind("random:", 0) != 0) {  // an explicit list must cover every token: add the rest
-      int64_t sum = 0;
-      std::vector<int64_t> parsed;
-      ASSERT_EQ(parse_seq_lens(lens, o.batch * o.seqlen, 0, false, &parsed), "");
-      for (int64_t v : parsed) sum += v;
-      lens += "," + std::to_string(o.batch * o.seqlen - sum);
-    }
+    const std::string lens = varlen_lens(rng, o);
     const bool init = rng.range(0, 1) == 1;
     PackSpec spec;
     spec.seq_lens = lens;
@@ -548,14 +553,7 @@ TEST(Ch10VarlenBackward, MatchesReference) {
   Rng rng(5050);
   for (int trial = 0; trial < 40; ++trial) {
     Options o = random_options(rng, trial, trial % 5 == 0 ? 500 : 120);
-    std::string lens = random_lens_spec(rng, o.batch * o.seqlen, false);
-    if (lens.rfind("random:", 0) != 0) {  // an explicit list must cover every token: add the rest
-      int64_t sum = 0;
-      std::vector<int64_t> parsed;
-      ASSERT_EQ(parse_seq_lens(lens, o.batch * o.seqlen, 0, false, &parsed), "");
-      for (int64_t v : parsed) sum += v;
-      lens += "," + std::to_string(o.batch * o.seqlen - sum);
-    }
+    const std::string lens = varlen_lens(rng, o);
     const bool init = rng.range(0, 1) == 1;
     PackSpec spec;
     spec.seq_lens = lens;
