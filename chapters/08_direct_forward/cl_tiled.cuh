@@ -31,7 +31,8 @@ __device__ __forceinline__ void cl_tile(const DirectArgs<T>& a, const T* x, T* o
                                         Flags& fl) {
   // (Chapter 10's tiles with flags a batch at a time: they are few, and unrolled they would push
   // the plain tile's instructions out of the instruction cache.)
-#pragma unroll(kFull || !kPacked ? kRows : 1)
+  constexpr int kUnroll = kFull || !kPacked ? kRows : 1;
+#pragma unroll kUnroll
   for (int r0 = 0; r0 < kRows; r0 += kTileBatch) {
     if (t0 + r0 < a.seqlen) {  // (guards, not breaks: the loops unroll fully, rows[] stays in registers)
       Vec<T, N> rows[kTileBatch];

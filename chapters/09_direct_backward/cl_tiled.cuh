@@ -56,7 +56,8 @@ __device__ __forceinline__ void cl_bwd_walk(const BwdArgs<T>& a, const Seqs& seq
   // Fully unrolled (every step's tests below are then decided at compile time), but the walk with
   // flags (kFull false, chapter 10) a batch at a time: it runs for few tiles, and unrolled it would
   // be thousands of instructions more, which evict the plain walk's from the instruction cache.
-#pragma unroll(kFull ? kSteps : 1)
+  constexpr int kUnroll = kFull ? kSteps : 1;
+#pragma unroll kUnroll
   for (int s0 = 0; s0 < kSteps; s0 += kTileBatch) {
     Vec<T, N> xs[kTileBatch], gs[kTileBatch];
 #pragma unroll
