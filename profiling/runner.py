@@ -23,6 +23,18 @@ SHAPE_FLAGS = ("batch", "dim", "seqlen", "width", "dtype", "iters", "warmup", "s
 NO_GPU = 77
 
 
+def _portable_path(arg):
+    """An argument as the run record keeps it: absolute paths relative to the working directory,
+    or, outside it, only their last two parts (no machine's folders in committed results)."""
+    if not os.path.isabs(arg):
+        return arg
+    rel = os.path.relpath(arg)
+    if not rel.startswith(".."):
+        return rel
+    parts = pathlib.Path(arg).parts
+    return os.path.join("...", *parts[-2:])
+
+
 def find_chapters(build):
     """The chapter executables of a build tree, in chapter order."""
     root = pathlib.Path(build) / "chapters"
@@ -156,7 +168,8 @@ def run_chapters(args):
         "pipeline_runs": ({ch: len(v) * (iters + warmup + 2) for ch, v in variants.items()}
                           if iters is not None and warmup is not None else {}),
         "chapters": ran, "failed": failed, "no_gpu": no_gpu, "host": platform.node(),
-        "command": " ".join([os.path.basename(sys.executable), "-m", "profiling"] + sys.argv[1:]),
+        "command": " ".join([os.path.basename(sys.executable), "-m", "profiling"] +
+                            [_portable_path(a) for a in sys.argv[1:]]),
     }
     (incoming / "run_info.json").write_text(json.dumps(info, indent=2) + "\n")
     final = out / device_slug(device) / source

@@ -74,6 +74,7 @@ if [[ -x $exe8 ]]; then
        --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,sm__warps_active.avg.pct_of_peak_sustained_active,smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio,smsp__average_warp_latency_per_inst_issued.ratio \
        --log-file "$out/results/ch08_ncu.csv" "$exe8" --batch 8 --dim 4096 --seqlen 4096 --width 4 --dtype bf16 \
        --iters 1 --warmup 0 > "$out/logs/ncu_ch08.log" 2>&1; then
+    sed -i '/^==PROF==/d' "$out/results/ch08_ncu.csv"  # (ncu's process lines name this machine's folders)
     python3 "$root/scripts/result_tables.py" ncu "$out/results/ch08_ncu.csv" "$out/results/ch08_ncu.tsv"
     row ch08_direct_forward "ncu: DRAM bytes, occupancy, stalls" pass "results/ch08_ncu.csv, .tsv"
   else
@@ -85,6 +86,7 @@ if [[ -x $exe8 ]]; then
      ncu --csv --page raw --clock-control none --kernel-name regex:conv_fwd --metrics gpu__time_duration.sum \
        --log-file "$out/results/ch08_ncu_tiny.csv" "$exe8" --batch 4 --dim 64 --seqlen 1024 --width 4 --dtype bf16 \
        --iters 3 --warmup 0 > "$out/logs/ncu_ch08_tiny.log" 2>&1; then
+    sed -i '/^==PROF==/d' "$out/results/ch08_ncu_tiny.csv"  # (ncu's process lines name this machine's folders)
     python3 "$root/scripts/result_tables.py" ncu "$out/results/ch08_ncu_tiny.csv" "$out/results/ch08_ncu_tiny.tsv"
     row ch08_direct_forward "ncu: kernel time at 4x64x1024" pass "results/ch08_ncu_tiny.csv, .tsv"
   else

@@ -61,6 +61,7 @@ if [[ -x $exe9 ]]; then
        --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,sm__warps_active.avg.pct_of_peak_sustained_active,smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio,smsp__average_warp_latency_per_inst_issued.ratio \
        --log-file "$out/results/ch09_ncu.csv" "$exe9" --batch 8 --dim 4096 --seqlen 4096 --width 4 --dtype bf16 \
        --reduction deterministic --iters 1 --warmup 0 > "$out/logs/ncu_ch09.log" 2>&1; then
+    sed -i '/^==PROF==/d' "$out/results/ch09_ncu.csv"  # (ncu's process lines name this machine's folders)
     python3 "$root/scripts/result_tables.py" ncu "$out/results/ch09_ncu.csv" "$out/results/ch09_ncu.tsv"
     row ch09_direct_backward "ncu: DRAM bytes, occupancy, stalls" pass "results/ch09_ncu.csv, .tsv"
   else

@@ -71,6 +71,7 @@ if [[ -x $exe11 ]]; then
          --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,sm__warps_active.avg.pct_of_peak_sustained_active,smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio \
          --log-file "$ncu11.csv" "$exe11" --batch 256 --dim 4096 --seqlen 1 --width 4 --dtype bf16 \
          --silu --steps 8 --iters 1 --warmup 0 --threads "$threads" > "$out/logs/ncu_ch11_$threads.log" 2>&1; then
+      sed -i '/^==PROF==/d' "$ncu11.csv"  # (ncu's process lines name this machine's folders)
       python3 "$root/scripts/result_tables.py" ncu "$ncu11.csv" "$ncu11.tsv"
       row ch11_decode_update "ncu: one step's kernel, --threads $threads" pass "results/$(basename "$ncu11").csv, .tsv"
     else
