@@ -119,37 +119,16 @@ struct TokenFlags {
   __device__ __forceinline__ unsigned operator[](int i) const {
     return w[i / 4] >> (8 * (i % 4)) & 0xFFu;
   }
-  __device__ __forceinline__ void set(int i, unsigned f) {
-    w[i / 4] = (w[i / 4] & ~(0xFFu << (8 * (i % 4)))) | (f << (8 * (i % 4)));
-  }
-};
-
-// Each output's flags from `flags(t)`, for outputs lo .. lo+N-1.
-template <int N, class F>
-__device__ __forceinline__ TokenFlags<N> flags_by_position(int64_t lo, F&& flags) {
-  TokenFlags<N> m;
+  // Every output's byte f (filled(0): none yet).
+  static __device__ __forceinline__ TokenFlags filled(unsigned f) {
+    TokenFlags m;
 #pragma unroll
-  for (int i = 0; i < TokenFlags<N>::kWords; ++i) m.w[i] = 0;
-#pragma unroll
-  for (int i = 0; i < N; ++i) m.w[i / 4] |= flags(lo + i) << (8 * (i % 4));
-  return m;
-}
-
-// Whatever a policy's flags_of gives, as N flag bytes held in registers (kernels that read the
-// flags of a range more than once).
-template <int N, class F>
-__device__ __forceinline__ TokenFlags<N> hold_flags(const F& fl) {
-  if constexpr (std::is_same_v<F, TokenFlags<N>>) {
-    return fl;
-  } else {
-    TokenFlags<N> m;
-#pragma unroll
-    for (int i = 0; i < TokenFlags<N>::kWords; ++i) m.w[i] = 0;
-#pragma unroll
-    for (int i = 0; i < N; ++i) m.w[i / 4] |= fl[i] << (8 * (i % 4));
+    for (int i = 0; i < kWords; ++i) m.w[i] = 0x01010101u * f;
     return m;
   }
-}
+  // Output i's byte f, into a place still 0.
+  __device__ __forceinline__ void put(int i, unsigned f) { w[i / 4] |= f << (8 * (i % 4)); }
+};
 
 // The taps an output keeps: those that count and, for an edge output, the ones before its
 // sequence's start, which read the state (the lowest tap that counts is the sequence's first
@@ -444,9 +423,7 @@ __device__ __forceinline__ void cf_outputs(const DirectArgs<T>& a, const Seqs& s
       for (int i = 0; i < kPer; ++i) y[i] = 0.0f;
     } else if (span == Span::full || (s.one_row && s.t0 >= W - 1)) {  // inline, by the flags
       const int64_t b = by_dim.div(by_len.div(e0));
-      TokenFlags<kPer> m;
-#pragma unroll
-      for (int i = 0; i < TokenFlags<kPer>::kWords; ++i) m.w[i] = 0x01010101u * kAllTaps<W>;
+      TokenFlags<kPer> m = TokenFlags<kPer>::filled(kAllTaps<W>);
       if (span != Span::full) m = seqs.template vector_flags<W, kPer>(b, s.t0);
 #pragma unroll
       for (int i = 0; i < kPer; ++i) y[i] = conv_output<W, true, true>(s.f, &win.v[i], m[i], a.silu);

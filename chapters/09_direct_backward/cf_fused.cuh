@@ -124,8 +124,7 @@ __global__ void conv_bwd_cf(BwdArgs<T> a, FastDivmod by_chunks, FastDivmod by_di
       TokenFlags<kPer + W - 1> fl;  // the vector's positions and the W-1 after them
       if constexpr (!kFull) {
         if (span == Span::full) {
-#pragma unroll
-          for (int i = 0; i < TokenFlags<kPer + W - 1>::kWords; ++i) fl.w[i] = 0x01010101u * kAllTaps<W>;
+          fl = TokenFlags<kPer + W - 1>::filled(kAllTaps<W>);
         } else if (p0 >= W - 1 && !sq.near_final(p0 + kPer + W - 1, W)) {  // inline: no edges
           fl = sq.template vector_flags<W, kPer + W - 1>(b, p0);
         } else {  // (out of line: a row's first or last vectors)

@@ -178,13 +178,9 @@ __device__ __forceinline__ void cl_bwd(const BwdArgs<T>& a, const FastDivmod& by
       // thread of the kernel nine of them.
       constexpr int kWords = TokenFlags<kRows + W - 1>::kWords;
       __shared__ uint32_t flag_rows[kClBwdThreads][kWords];  // (kWords odd: no bank conflicts)
-      TokenFlags<kRows + W - 1> fl;
-      if (span == Span::full) {
-#pragma unroll
-        for (int i = 0; i < kWords; ++i) fl.w[i] = 0x01010101u * kAllTaps<W>;
-      } else {
-        fl = seqs.template flags_of<W, kRows + W - 1>(b, t0);
-      }
+      const TokenFlags<kRows + W - 1> fl = span == Span::full
+                                               ? TokenFlags<kRows + W - 1>::filled(kAllTaps<W>)
+                                               : seqs.template flags_of<W, kRows + W - 1>(b, t0);
 #pragma unroll
       for (int i = 0; i < kWords; ++i) flag_rows[threadIdx.x][i] = fl.w[i];
       ch08::SharedFlags cursor{flag_rows[threadIdx.x]};

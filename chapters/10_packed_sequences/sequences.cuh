@@ -221,12 +221,10 @@ struct PackedRows {
   // all the rare work: inline, or unrolled, its registers would count against every thread.
   template <int W, int N>
   __device__ __noinline__ TokenFlags<N> flags_of(int64_t b, int64_t lo) const {
-    TokenFlags<N> m;
-#pragma unroll
-    for (int i = 0; i < TokenFlags<N>::kWords; ++i) m.w[i] = 0;
+    TokenFlags<N> m = TokenFlags<N>::filled(0);
 #pragma unroll 1
     for (int i = 0; i < N; ++i)
-      if (lo + i < seqlen) m.w[i / 4] |= flags_here<W>(b, lo + i) << (8 * (i % 4));
+      if (lo + i < seqlen) m.put(i, flags_here<W>(b, lo + i));
     return m;
   }
 
@@ -306,16 +304,14 @@ struct PackedRows {
         v[i] = p >= 0 && p < seqlen ? id[p] : -1;
       }
     }
-    TokenFlags<N> m;
-#pragma unroll
-    for (int i = 0; i < TokenFlags<N>::kWords; ++i) m.w[i] = 0;
+    TokenFlags<N> m = TokenFlags<N>::filled(0);
 #pragma unroll
     for (int i = 0; i < N; ++i) {
       const int32_t own = v[4 + i];
       unsigned f = 0;
 #pragma unroll
       for (int k = 0; k < W; ++k) f |= (own >= 0 && v[4 + i - (W - 1) + k] == own ? 1u : 0u) << k;
-      m.w[i / 4] |= f << (8 * (i % 4));
+      m.put(i, f);
     }
     return m;
   }
@@ -503,11 +499,9 @@ struct Varlen {
   template <int W, int N>
   __device__ __noinline__ TokenFlags<N> flags_of(int64_t b, int64_t lo) const {
     Cursor<W> c = cursor<W>(b, lo);
-    TokenFlags<N> m;
+    TokenFlags<N> m = TokenFlags<N>::filled(0);
 #pragma unroll
-    for (int i = 0; i < TokenFlags<N>::kWords; ++i) m.w[i] = 0;
-#pragma unroll
-    for (int i = 0; i < N; ++i) m.w[i / 4] |= c.next() << (8 * (i % 4));
+    for (int i = 0; i < N; ++i) m.put(i, c.next());
     return m;
   }
 
