@@ -124,6 +124,19 @@ void expect_exact_zero_padding(const Options& o, const Packed& p, const HostArra
 // ---------------------------------------------------------------------------------------------
 // Host side.
 
+// What make_packed builds: one form (the rows form, or with `varlen` the varlen one), its packing,
+// states or not, and the references of one direction.
+PackSpec spec_of(bool varlen, const std::string& lens, bool init, bool backward = false) {
+  PackSpec s;
+  s.seq_lens = lens;
+  s.initial_states = init;
+  s.rows = !varlen;
+  s.varlen = varlen;
+  s.forward = !backward;
+  s.backward = backward;
+  return s;
+}
+
 TEST(Ch10Host, ParsesSeqLens) {
   std::vector<int64_t> lens;
   EXPECT_EQ(parse_seq_lens("3,0,1", 10, 1, false, &lens), "");
@@ -160,10 +173,8 @@ TEST(Ch10Host, ChunksIncludePiecesShorterThanTheStates) {
   Options o = shape_options(1, 4, 40, 4, Dtype::fp32, false, false, 3);
   for (int k : {2, 3, 7}) {
     Packed p;
-    PackSpec spec;
-    spec.seq_lens = "none";
+    PackSpec spec = spec_of(false, "none", false);
     spec.chunks = k;
-    spec.varlen = false;
     ASSERT_EQ(make_packed(o, spec, &p), "");
     ASSERT_EQ(p.chunk_lens.size(), size_t(k));
     int64_t at = 0;
@@ -190,10 +201,7 @@ TEST(Ch10Rows, MatchesReference) {
     Options o = random_options(rng, trial, trial % 5 == 0 ? 600 : 140);
     const std::string lens = random_lens_spec(rng, o.seqlen, true);
     const bool init = rng.range(0, 1) == 1;
-    PackSpec spec;
-    spec.seq_lens = lens;
-    spec.initial_states = init;
-    spec.varlen = false;
+    const PackSpec spec = spec_of(false, lens, init);
     Packed p;
     ASSERT_EQ(make_packed(o, spec, &p), "") << describe(o, lens, init);
     // (The launch choices chapter 10's kernels are compiled for: ch08::compiled.)
@@ -220,10 +228,7 @@ TEST(Ch10Rows, OneBatchManyShortSequencesWithStates) {
     for (int w : {2, 3, 4}) {
       const Options o = shape_options(1, 64, 333, w, t, true, true, 40 + w);
       const std::string lens = "1,0,1,2,3,1,1,0,0,5,1,2,1,7,1,1,1,3,2,1,9,1,4,0,1";
-      PackSpec spec;
-      spec.seq_lens = lens;
-      spec.initial_states = true;
-      spec.varlen = false;
+      const PackSpec spec = spec_of(false, lens, true);
       Packed p;
       ASSERT_EQ(make_packed(o, spec, &p), "");
       for (Layout l : {Layout::channel_first, Layout::channel_last}) {
@@ -250,12 +255,8 @@ ChunkCase chunk_case(Rng& rng, int k, Dtype t, int w, int trial, bool backward) 
   ChunkCase c;
   c.o = shape_options(rng.range(1, 3), 8 * rng.range(1, 6), L, w, t, rng.range(0, 1) == 1,
                       rng.range(0, 1) == 1, trial);
-  c.spec.seq_lens = "none";
-  c.spec.initial_states = rng.range(0, 1) == 1;
+  c.spec = spec_of(false, "none", rng.range(0, 1) == 1, backward);
   c.spec.chunks = k;
-  c.spec.varlen = false;
-  c.spec.forward = !backward;
-  c.spec.backward = backward;
   return c;
 }
 
@@ -311,10 +312,7 @@ TEST(Ch10Varlen, MatchesReference) {
     Options o = random_options(rng, trial, trial % 5 == 0 ? 500 : 120);
     const std::string lens = varlen_lens(rng, o);
     const bool init = rng.range(0, 1) == 1;
-    PackSpec spec;
-    spec.seq_lens = lens;
-    spec.initial_states = init;
-    spec.rows = false;
+    const PackSpec spec = spec_of(true, lens, init);
     Packed p;
     ASSERT_EQ(make_packed(o, spec, &p), "") << describe(o, lens, init);
     const int rows = std::vector<int>{8, 16, 32}[rng.range(0, o.dtype == Dtype::fp32 ? 2 : 1)];
@@ -462,12 +460,7 @@ TEST(Ch10RowsBackward, MatchesReference) {
     Options o = random_options(rng, trial, trial % 5 == 0 ? 600 : 140);
     const std::string lens = random_lens_spec(rng, o.seqlen, true);
     const bool init = rng.range(0, 1) == 1;
-    PackSpec spec;
-    spec.seq_lens = lens;
-    spec.initial_states = init;
-    spec.varlen = false;
-    spec.forward = false;
-    spec.backward = true;
+    const PackSpec spec = spec_of(false, lens, init, true);
     Packed p;
     ASSERT_EQ(make_packed(o, spec, &p), "") << describe(o, lens, init);
     const BwdChoices c = random_choices(rng, o.dtype);
@@ -488,12 +481,7 @@ TEST(Ch10RowsBackward, OneBatchManyShortSequencesWithStates) {
     for (int w : {2, 3, 4}) {
       const Options o = shape_options(1, 64, 333, w, t, true, true, 50 + w);
       const std::string lens = "1,0,1,2,3,1,1,0,0,5,1,2,1,7,1,1,1,3,2,1,9,1,4,0,1";
-      PackSpec spec;
-      spec.seq_lens = lens;
-      spec.initial_states = true;
-      spec.varlen = false;
-      spec.forward = false;
-      spec.backward = true;
+      const PackSpec spec = spec_of(false, lens, true, true);
       Packed p;
       ASSERT_EQ(make_packed(o, spec, &p), "");
       for (Layout l : {Layout::channel_first, Layout::channel_last}) {
@@ -555,12 +543,7 @@ TEST(Ch10VarlenBackward, MatchesReference) {
     Options o = random_options(rng, trial, trial % 5 == 0 ? 500 : 120);
     const std::string lens = varlen_lens(rng, o);
     const bool init = rng.range(0, 1) == 1;
-    PackSpec spec;
-    spec.seq_lens = lens;
-    spec.initial_states = init;
-    spec.rows = false;
-    spec.forward = false;
-    spec.backward = true;
+    const PackSpec spec = spec_of(true, lens, init, true);
     Packed p;
     ASSERT_EQ(make_packed(o, spec, &p), "") << describe(o, lens, init);
     const BwdChoices c = random_choices(rng, o.dtype);
