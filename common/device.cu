@@ -3,9 +3,12 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <map>
+#include <mutex>
 #include <sstream>
 
 #include "common/check.h"
+#include "common/launch.cuh"
 
 namespace conv1d {
 
@@ -54,6 +57,22 @@ std::string DeviceInfo::describe() const {
     << (total_memory >> 20) << " MiB, " << (free_memory >> 20) << " MiB free, L2 "
     << (l2_bytes >> 20) << " MiB)";
   return s.str();
+}
+
+bool takes_early_launch(const void* kernel) {
+#if defined(CONV1D_BACKEND_HIP)
+  (void)kernel;
+  return false;
+#else
+  static std::mutex m;
+  static std::map<const void*, bool> known;
+  const std::lock_guard<std::mutex> lock(m);
+  const auto it = known.find(kernel);
+  if (it != known.end()) return it->second;
+  cudaFuncAttributes attr{};
+  GPU_CHECK(cudaFuncGetAttributes(&attr, kernel));
+  return known[kernel] = attr.ptxVersion >= 90;
+#endif
 }
 
 int64_t host_available_memory() {
