@@ -15,6 +15,7 @@
 #include "chapters/11_decode_update/decode.h"
 #include "chapters/11_decode_update/loop.cuh"
 #include "common/buffers.h"
+#include "common/device.h"
 #include "common/reference.h"
 #include "common/verify.h"
 #include "tests/gpu_test_util.h"
@@ -49,19 +50,19 @@ struct LoopResult {
 
 // One loop of p.steps steps over `buffer` with kernel k, launched directly on the legacy stream
 // (graph: captured on a stream of its own and replayed `replays` times, the cache restored
-// before each replay), from the cache as it was before the loop; blocks of `threads` (0: the
-// launch's choice).
+// before each replay), from the cache as it was before the loop, each step launched as `how`
+// says (by default: the block size the launch chooses, launched early where the GPU can).
 LoopResult run_loop(const Decode& p, Buffer buffer, Kernel k, bool graph = false, int replays = 1,
-                    int threads = 0) {
+                    StepLaunch how = {}) {
   DecodeDevice dev(p, buffer == Buffer::linear, buffer == Buffer::circular);
   dev.out.poison();
   dispatch_storage(p.opt.dtype, [&](auto tag) {
     using T = device_t<typename decltype(tag)::type>;
     const StepArgs<T> first = dev.first_step<T>(p, buffer);
-    if (!graph) return enqueue_loop(first, p.steps, p.opt.width, k, 0, threads);
+    if (!graph) return enqueue_loop(first, p.steps, p.opt.width, k, 0, how);
     Stream s;
     CapturedGraph g(s.get(),
-                    [&] { enqueue_loop(first, p.steps, p.opt.width, k, s.get(), threads); });
+                    [&] { enqueue_loop(first, p.steps, p.opt.width, k, s.get(), how); });
     for (int r = 0; r < replays; ++r) {
       dev.restore(buffer, s.get());
       dev.out.poison(s.get());
@@ -391,12 +392,12 @@ TEST(Ch11Decode, EveryBlockSizeGivesTheSameBits) {
     const Decode p = make_decode(o, f);
     for (Buffer b : {Buffer::linear, Buffer::circular})
       for (Kernel k : {Kernel::vector, Kernel::channel}) {
-        const LoopResult first = run_loop(p, b, k, false, 1, 64);
+        const LoopResult first = run_loop(p, b, k, false, 1, {64});
         expect_correct(p, b, first);
         for (int threads : {128, 256, 512}) {
           SCOPED_TRACE(describe(o, f) + " " + buffer_name(b) + " " + kernel_name(k) + " " +
                        std::to_string(threads) + " threads");
-          const LoopResult r = run_loop(p, b, k, false, 1, threads);
+          const LoopResult r = run_loop(p, b, k, false, 1, {threads});
           EXPECT_TRUE(same_bits(r.out, first.out));
           EXPECT_TRUE(same_bits(r.cache, first.cache));
         }
@@ -422,6 +423,43 @@ TEST(Ch11Decode, GraphReplayGivesTheDirectLaunchesBits) {
           EXPECT_TRUE(same_bits(replayed.cache, direct.cache));
         }
     }
+}
+
+// Launched early, a step waits for the one before it before it touches x, the indices or the
+// cache: the same bits as ordinary launches, directly and from a graph, on a shape big enough for
+// steps to overlap (B*D/8 = 16384 threads of the vector kernel). On a GPU of compute capability 9.0
+// or later the test also checks that the kernels are launched early (a build for older
+// architectures only fails there: it would not test what this test says).
+TEST(Ch11Decode, EarlyLaunchGivesTheOrdinaryLaunchesBits) {
+  CONV1D_REQUIRE_GPU_OR_SKIP();
+  uint64_t seed = 460;
+  for (Dtype t : {Dtype::fp32, Dtype::bf16})
+    for (int64_t tokens : {int64_t(1), int64_t(3)}) {
+      const Options o = shape_options(64, 2048, tokens, 4, t, true, true, ++seed);
+      const DecodeFlags f = decode_flags(12, 0, true);
+      const Decode p = make_decode(o, f);
+      for (Buffer b : {Buffer::linear, Buffer::circular})
+        for (Kernel k : {Kernel::vector, Kernel::channel}) {
+          SCOPED_TRACE(describe(o, f) + " " + buffer_name(b) + " " + kernel_name(k));
+          const LoopResult ordinary = run_loop(p, b, k, false, 1, {0, false});
+          expect_correct(p, b, ordinary);
+          for (bool graph : {false, true}) {
+            const LoopResult early = run_loop(p, b, k, graph, graph ? 3 : 1, {0, true});
+            EXPECT_TRUE(same_bits(early.out, ordinary.out)) << (graph ? "graph" : "direct");
+            EXPECT_TRUE(same_bits(early.cache, ordinary.cache)) << (graph ? "graph" : "direct");
+          }
+        }
+    }
+  if (query_device().major >= 9) {
+    const Decode p = make_decode(shape_options(2, 64, 1, 4, Dtype::bf16, false, false, 1),
+                                 decode_flags(1, 0, false));
+    DecodeDevice d(p, true, false);
+    for (Kernel k : {Kernel::vector, Kernel::channel}) {
+      KernelFacts facts;
+      launch_decode_step(d.first_step<__nv_bfloat16>(p, Buffer::linear), 4, k, 0, &facts);
+      EXPECT_TRUE(facts.early) << kernel_name(k) << " is not launched early on this GPU";
+    }
+  }
 }
 
 // The chapter's proof: N decoding steps give chapter 10's forward over the same N*T tokens, from

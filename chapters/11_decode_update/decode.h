@@ -43,6 +43,7 @@ struct DecodeFlags {
   std::string kernel = "auto";  // auto, vector, channel
   std::string launch = "both";  // graph, direct, both
   int64_t threads = 0;          // per block; 0: the launch chooses (update.cuh)
+  std::string pdl = "on";       // on: steps launched early where the GPU can (update.cuh); off
 };
 
 int64_t state_len_of(const Options& o, const DecodeFlags& f);

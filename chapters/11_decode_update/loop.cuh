@@ -27,9 +27,9 @@ StepArgs<T> step_of(StepArgs<T> first, int64_t k) {
 // [docs:ch11_loop]
 template <class T>
 void enqueue_loop(const StepArgs<T>& first, int64_t steps, int width, Kernel k, cudaStream_t s,
-                  int threads = 0) {
+                  StepLaunch how = {}) {
   for (int64_t i = 0; i < steps; ++i)
-    launch_decode_step(step_of(first, i), width, k, s, nullptr, threads);
+    launch_decode_step(step_of(first, i), width, k, s, nullptr, how);
 }
 // [/docs:ch11_loop]
 

@@ -92,6 +92,11 @@ class DecodeChapter : public Chapter {
         int_flag("--threads", &flags_.threads, 0, 512,
                  "threads per block: 64, 128, 256 or 512 (default 0: 256 where that still gives "
                  "every multiprocessor two blocks, then 128, else 64)"),
+        choice_flag("--pdl", &flags_.pdl, {"on", "off"},
+                    "programmatic dependent launch: each step's blocks start while the step "
+                    "before it finishes, and wait for it before reading anything but the filters "
+                    "(on: default, where the GPU has it: NVIDIA compute capability 9.0 and "
+                    "later) or ordinary launches (off)"),
         choice_flag("--launch", &flags_.launch, {"graph", "direct", "both"},
                     "the loop replayed from a CUDA graph, launched step by step, or both "
                     "(default)")};
@@ -215,9 +220,9 @@ class DecodeChapter : public Chapter {
 
   template <class T>
   void enqueue(const Plan& plan, Kernel k, cudaStream_t s) {
-    enqueue_loop(dev_->first_step<T>(p_, plan.buffer), p_.steps, opt().width, k, s,
-                 int(flags_.threads));
+    enqueue_loop(dev_->first_step<T>(p_, plan.buffer), p_.steps, opt().width, k, s, how());
   }
+  StepLaunch how() const { return {int(flags_.threads), flags_.pdl == "on"}; }
 
   MeasuredVariant variant(const Plan& plan) {
     const Options& o = opt();
@@ -229,17 +234,20 @@ class DecodeChapter : public Chapter {
       using T = device_t<typename decltype(tag)::type>;
       const StepArgs<T> first = dev_->first_step<T>(p_, plan.buffer);
       kernel = choose_kernel(first, o.width, flags_.kernel);
-      launch_decode_step(first, o.width, kernel, stream_->get(), &facts, int(flags_.threads));
+      launch_decode_step(first, o.width, kernel, stream_->get(), &facts, how());
       if (plan.graph)
         graphs_[int(plan.buffer)] = std::make_unique<CapturedGraph>(
             stream_->get(), [&] { enqueue<T>(plan, kernel, stream_->get()); });
     });
-    char intro[320];
+    char intro[400];
     const int n = std::snprintf(intro, sizeof intro,
                                 "%s, %s buffer: %d registers, %d blocks of %d threads per "
-                                "multiprocessor",
+                                "multiprocessor, %s",
                                 kernel_name(kernel), buffer_name(plan.buffer), facts.registers,
-                                facts.blocks_per_sm, facts.threads);
+                                facts.blocks_per_sm, facts.threads,
+                                facts.early ? "launched early (programmatic dependent launch)"
+                                : flags_.pdl == "on" ? "ordinary launches (no early launch here)"
+                                                     : "ordinary launches (--pdl off)");
     if (plan.graph)
       std::snprintf(intro + n, sizeof intro - n,
                     "; %lld launches captured in %.2f ms, instantiated in %.2f ms (once)",

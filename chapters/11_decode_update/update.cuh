@@ -8,6 +8,13 @@
 // follows the step (decode_threads): a small step (B = 1: D/8 threads in 16-bit groups) in blocks
 // of 64, spread over as many multiprocessors as it can fill; a big one (B = 256: 131072 threads)
 // in blocks of 256, a quarter as many blocks for the block scheduler to place.
+//
+// Each step is launched early (programmatic dependent launch, common/launch.cuh) where the GPU
+// has it: step k+1's blocks are placed on the multiprocessors and load their filters while step
+// k still runs, and wait there for step k to finish before they read anything else. What that
+// hides is the gap between two kernels: the previous kernel's tail, the launch, the blocks'
+// placement. The kernels read only the filters before their wait, because in a model the kernel
+// before a decoding step is the one that computes its x.
 #pragma once
 
 #include <stdexcept>
@@ -74,11 +81,16 @@ void dispatch_tokens(int tokens, F&& f) {
                               std::to_string(kMaxTokens) + " (got " + std::to_string(tokens) + ")");
 }
 
-// One step on stream s (or, with `facts`, only what the compiler made of its kernel), in blocks
-// of `threads` (0: decode_threads' choice).
+// How a step is launched: threads per block (0: decode_threads' choice), and whether early.
+struct StepLaunch {
+  int threads = 0;
+  bool early = true;
+};
+
+// One step on stream s (or, with `facts`, only what the compiler made of its kernel).
 template <class T>
 void launch_decode_step(const StepArgs<T>& a, int width, Kernel k, cudaStream_t s = 0,
-                        KernelFacts* facts = nullptr, int threads = 0) {
+                        KernelFacts* facts = nullptr, StepLaunch how = {}) {
   if (a.tokens < 1 || a.tokens > kMaxTokens || a.state_len < width - 1)
     throw std::invalid_argument(
         "decode step: needs 1..8 tokens and a state of at least W-1 inputs");
@@ -88,18 +100,19 @@ void launch_decode_step(const StepArgs<T>& a, int width, Kernel k, cudaStream_t 
         "bytes and 16-byte aligned tensors (decode_update_channel takes any)");
   const int per_thread = k == Kernel::vector ? kPer16<T> : 1;
   const int64_t row_threads = ceil_div(a.dim, int64_t(per_thread));
-  const int block = decode_threads(a.batch * row_threads, threads);
+  const int block = decode_threads(a.batch * row_threads, how.threads);
   const int64_t row_blocks = ceil_div(row_threads, int64_t(block));
   const FastDivmod blocks_per_row(row_blocks);
   const int64_t blocks = a.batch * row_blocks;
   dispatch_width(width, [&](auto w) {
     constexpr int W = decltype(w)::value;
     if (k == Kernel::channel)
-      return launch_or_describe("decode_update_channel", decode_update_channel<T, W>, blocks,
-                                block, s, facts, a, blocks_per_row);
+      return launch_early_or_describe("decode_update_channel", decode_update_channel<T, W>,
+                                      blocks, block, s, facts, how.early, a, blocks_per_row);
     dispatch_tokens(a.tokens, [&](auto t) {
-      launch_or_describe("decode_update_vector", decode_update_vector<T, W, decltype(t)::value>,
-                         blocks, block, s, facts, a, blocks_per_row);
+      launch_early_or_describe("decode_update_vector",
+                               decode_update_vector<T, W, decltype(t)::value>, blocks, block, s,
+                               facts, how.early, a, blocks_per_row);
     });
   });
 }

@@ -11,6 +11,7 @@
 
 #include "chapters/11_decode_update/update_common.cuh"
 #include "common/fast_divmod.h"
+#include "common/launch.cuh"
 
 namespace conv1d::ch11 {
 
@@ -23,11 +24,13 @@ __global__ void decode_update_channel(StepArgs<T> a, FastDivmod blocks_per_row) 
   if (d >= a.dim) return;
   const int tokens = a.tokens;
   const int64_t S = a.state_len, at = (b * a.dim + d) * tokens;
+  allow_next_launch();  // as in the vector kernel: the filter before the wait, the rest after
+  const ch08::Filter<W> f = ch08::load_filter<W>(a.weight, a.bias, d);
+  wait_for_previous_launch();
   T xs[kMaxTokens];  // (loops to kMaxTokens with a test, unrolled: registers, not local memory)
 #pragma unroll
   for (int i = 0; i < kMaxTokens; ++i)
     if (i < tokens) xs[i] = a.x[at + i];
-  const ch08::Filter<W> f = ch08::load_filter<W>(a.weight, a.bias, d);
   const int64_t row = cache_row(a, b);
   if (row < 0) {  // a padding row: outputs exactly 0, no cache row touched
 #pragma unroll

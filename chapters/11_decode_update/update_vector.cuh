@@ -21,6 +21,7 @@
 
 #include "chapters/11_decode_update/update_common.cuh"
 #include "common/fast_divmod.h"
+#include "common/launch.cuh"
 
 namespace conv1d::ch11 {
 
@@ -113,12 +114,17 @@ __global__ void decode_update_vector(StepArgs<T> a, FastDivmod blocks_per_row) {
   const int64_t d0 = (block_in_row * blockDim.x + threadIdx.x) * N;
   if (d0 >= a.dim) return;
 
-  // 1. What needs no index: the step's tokens and the filters, in flight while the row is found.
+  // 0. Launched early (update.cuh), the step starts while the one before it finishes. The filters
+  //    do not change while decoding: they load before the wait, everything else after it.
+  allow_next_launch();
+  const FilterGroup<T, W> f(a.weight, a.bias, d0);
+  wait_for_previous_launch();
+
+  // 1. What needs no index: the step's tokens, in flight while the row is found.
   const int64_t at = (b * a.dim + d0) * kTokens;
   Vec<T, N> xs[kTokens];
 #pragma unroll
   for (int v = 0; v < kTokens; ++v) xs[v] = reinterpret_cast<const Vec<T, N>*>(a.x + at)[v];
-  const FilterGroup<T, W> f(a.weight, a.bias, d0);
   const int64_t row = cache_row(a, b);
   if (row < 0) {  // a padding row: outputs exactly 0, no cache row touched
 #pragma unroll

@@ -1,6 +1,8 @@
 # shellcheck shell=bash disable=SC2154  # out, build, row and step come from scripts/gpu-check.sh
 # Chapter 11 (the decoding update): the benchmark report behind docs/11_decode_update.md, what the
 # compiler made of the decoding kernels, and sanitizers on awkward shapes (graphs included).
+# About 8 minutes on an H100 (41 benchmark runs, two ncu runs, the sanitizers): where calls to the
+# GPU machine are time-limited, give this section a call of its own, after the build.
 #
 # Every run decodes a loop of 64 steps and reports four variants in one run (linear and circular
 # buffers, each replayed from a CUDA graph and launched step by step); the kernel rows of the loop
@@ -19,6 +21,9 @@
 #                                          8. B 256 D 4096 T 1 --state-len 8 (channel kernel; the
 #                                             linear buffer shifts 8 entries, the circular writes 1)
 #                                          9. fp32, B 256 D 4096 T 1
+#   bench_11_pdl.tsv, _kernels.tsv       the four goal shapes (1-4 above) with ordinary launches
+#                                        (--pdl off) and launched early (--pdl on, the default),
+#                                        interleaved: off, on, off, on per shape (nth 1-4)
 #   bench_11_threads.tsv, _kernels.tsv   the block size (--threads 64, 128, 256, 512), linear buffer,
 #                                        graph replay, at B 256 T 1, B 64 T 1 and B 256 T 4 (in that
 #                                        order, each shape's four runs together): what the default
@@ -49,6 +54,16 @@ if [[ -x $exe11 ]]; then
   run11 b256_channel_bf16 "${base11[@]}" --batch 256 --seqlen 1 --dtype bf16 --kernel channel
   run11 b256_state8_bf16 "${base11[@]}" --batch 256 --seqlen 1 --dtype bf16 --state-len 8
   run11 b256_fp32 "${base11[@]}" --batch 256 --seqlen 1 --dtype fp32
+
+  pdl11=$out/results/bench_11_pdl.tsv
+  rm -f "$pdl11" "${pdl11%.tsv}_kernels.tsv"
+  for shape in "256 1" "64 1" "1 1" "256 4"; do
+    read -r b t <<< "$shape"
+    for pdl in off on off on; do
+      bench_run ch11_decode_update "ch11_pdl_b${b}_t${t}_${pdl}" "$exe11" "$pdl11" \
+        "${base11[@]}" --batch "$b" --seqlen "$t" --dtype bf16 --pdl "$pdl"
+    done
+  done
 
   sweep11=$out/results/bench_11_threads.tsv
   rm -f "$sweep11" "${sweep11%.tsv}_kernels.tsv"
