@@ -19,15 +19,16 @@ struct KernelFacts {
   bool early = false;      // launched early (launch_early_or_describe)
 };
 
+// (`smem`: the bytes of dynamic shared memory a block of the launch takes.)
 template <class... P>
-KernelFacts kernel_facts(void (*kernel)(P...), int threads) {
+KernelFacts kernel_facts(void (*kernel)(P...), int threads, size_t smem = 0) {
   cudaFuncAttributes attr{};
   GPU_CHECK(cudaFuncGetAttributes(&attr, kernel));
   KernelFacts f;
   f.registers = attr.numRegs;
   f.local_bytes = attr.localSizeBytes;
   f.threads = threads;
-  GPU_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&f.blocks_per_sm, kernel, threads, 0));
+  GPU_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&f.blocks_per_sm, kernel, threads, smem));
   return f;
 }
 
@@ -70,21 +71,32 @@ __device__ __forceinline__ void wait_for_previous_launch() {
 bool takes_early_launch(const void* kernel);
 
 // launch_or_describe, with the launch allowed to start early (above) when `early` is set and the
-// kernel takes it.
+// kernel takes it, and `smem` bytes of dynamic shared memory a block (more than the 48 KB a kernel
+// gets without asking are asked for).
 template <class... P, class... A>
 void launch_early_or_describe(const char* name, void (*kernel)(P...), int64_t blocks, int threads,
-                              cudaStream_t stream, KernelFacts* facts, bool early, A&&... args) {
+                              size_t smem, cudaStream_t stream, KernelFacts* facts, bool early,
+                              A&&... args) {
+  if (smem > 48 * 1024)
+    GPU_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
+                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   static_cast<int>(smem)));
 #if !defined(CONV1D_BACKEND_HIP)
   early = early && takes_early_launch(reinterpret_cast<const void*>(kernel));
+#else
+  early = false;
+#endif
   if (facts != nullptr) {
-    *facts = kernel_facts(kernel, threads);
+    *facts = kernel_facts(kernel, threads, smem);
     facts->early = early;
     return;
   }
+#if !defined(CONV1D_BACKEND_HIP)
   if (early) {
     cudaLaunchConfig_t config{};
     config.gridDim = dim3(static_cast<unsigned>(blocks));
     config.blockDim = dim3(threads);
+    config.dynamicSmemBytes = smem;
     config.stream = stream;
     cudaLaunchAttribute attribute{};
     attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -95,10 +107,9 @@ void launch_early_or_describe(const char* name, void (*kernel)(P...), int64_t bl
     GPU_CHECK_LAUNCH(name);
     return;
   }
-#else
-  (void)early;
 #endif
-  launch_or_describe(name, kernel, blocks, threads, stream, facts, std::forward<A>(args)...);
+  kernel<<<static_cast<unsigned>(blocks), threads, smem, stream>>>(std::forward<A>(args)...);
+  GPU_CHECK_LAUNCH(name);
 }
 
 }  // namespace conv1d

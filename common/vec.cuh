@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "common/gpu.h"
 
@@ -37,6 +38,35 @@ struct ElementBits<4> {
 };
 template <class T>
 using bits_t = typename ElementBits<static_cast<int>(sizeof(T))>::type;
+
+// The same 16 bytes seen as another 16-byte type (a bit cast: no instruction moves anything).
+template <class To, class From>
+__device__ __forceinline__ To bit_cast16(const From& from) {
+  static_assert(sizeof(To) == 16 && sizeof(From) == 16, "bit_cast16 casts 16 bytes");
+  To to;
+  memcpy(&to, &from, 16);
+  return to;
+}
+
+// Writes the 16 bytes of v to p (16-byte aligned) with one store instruction. Assigning a Vec
+// usually compiles to one, but nothing guarantees it: nvcc 13 wrote chapter 11's one-token output
+// vector (eight bf16 outputs, or four fp32) as seven 2-byte and 4-byte stores (bf16) or four
+// 4-byte ones (fp32), and every extra store is one more request to the L2 per warp. Said in PTX
+// (st.global.v4.b32) it is one instruction whatever the compiler makes of the code around it.
+// AMD's compiler gets the plain assignment.
+template <class T, int N>
+__device__ __forceinline__ void store16(T* p, const Vec<T, N>& v) {
+  static_assert(sizeof(Vec<T, N>) == 16, "store16 writes exactly 16 bytes");
+#if defined(CONV1D_BACKEND_HIP)
+  *reinterpret_cast<Vec<T, N>*>(p) = v;
+#else
+  uint32_t w[4];
+  memcpy(w, &v, 16);
+  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(w[0]), "r"(w[1]), "r"(w[2]),
+               "r"(w[3])
+               : "memory");
+#endif
+}
 
 // True when `p` can be read or written `bytes` at a time.
 inline bool aligned_to(const void* p, int bytes) {

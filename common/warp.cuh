@@ -44,6 +44,18 @@ __device__ __forceinline__ uint32_t shuffle(uint32_t v, int src) {
 #endif
 }
 
+// Orders the shared-memory accesses of a warp's lanes: what a lane wrote before it, every lane of
+// the warp reads after it. Every lane that has not exited must call it. (An AMD wavefront runs in
+// lockstep and its shared-memory accesses complete in order: there it only keeps the compiler from
+// moving accesses across.)
+__device__ __forceinline__ void sync_warp() {
+#if defined(CONV1D_BACKEND_HIP)
+  __builtin_amdgcn_wave_barrier();
+#else
+  __syncwarp();
+#endif
+}
+
 // True on every lane when `p` holds on every lane of the warp (a vote: every lane must call it).
 __device__ __forceinline__ bool warp_all(bool p) {
 #if defined(CONV1D_BACKEND_HIP)

@@ -61,8 +61,7 @@ LoopResult run_loop(const Decode& p, Buffer buffer, Kernel k, bool graph = false
     const StepArgs<T> first = dev.first_step<T>(p, buffer);
     if (!graph) return enqueue_loop(first, p.steps, p.opt.width, k, 0, how);
     Stream s;
-    CapturedGraph g(s.get(),
-                    [&] { enqueue_loop(first, p.steps, p.opt.width, k, s.get(), how); });
+    CapturedGraph g(s.get(), [&] { enqueue_loop(first, p.steps, p.opt.width, k, s.get(), how); });
     for (int r = 0; r < replays; ++r) {
       dev.restore(buffer, s.get());
       dev.out.poison(s.get());
@@ -384,25 +383,59 @@ TEST(Ch11Decode, GatherLeavesOtherRowsUntouched) {
 
 // The block size only changes which block a thread is in: every size gives the same bits, with D
 // not a multiple of any block (the last block of a row has threads past D).
+// D = 1000 leaves the last warp of a row with a part of its lanes (125 groups of 8 bf16 channels,
+// 250 of 4 fp32 ones). The vector kernel runs with spans (a step this small would not get them
+// from the launch), and 8 tokens in blocks of 512 then take 64 KB of shared memory, more than a
+// kernel gets without asking.
 TEST(Ch11Decode, EveryBlockSizeGivesTheSameBits) {
   CONV1D_REQUIRE_GPU_OR_SKIP();
-  for (Dtype t : {Dtype::fp32, Dtype::bf16}) {
-    const Options o = shape_options(3, 1000, 2, 4, t, true, true, 450);
-    const DecodeFlags f = decode_flags(5, 0, true);
-    const Decode p = make_decode(o, f);
-    for (Buffer b : {Buffer::linear, Buffer::circular})
-      for (Kernel k : {Kernel::vector, Kernel::channel}) {
-        const LoopResult first = run_loop(p, b, k, false, 1, {64});
-        expect_correct(p, b, first);
-        for (int threads : {128, 256, 512}) {
-          SCOPED_TRACE(describe(o, f) + " " + buffer_name(b) + " " + kernel_name(k) + " " +
-                       std::to_string(threads) + " threads");
-          const LoopResult r = run_loop(p, b, k, false, 1, {threads});
-          EXPECT_TRUE(same_bits(r.out, first.out));
-          EXPECT_TRUE(same_bits(r.cache, first.cache));
+  for (Dtype t : {Dtype::fp32, Dtype::bf16})
+    for (int64_t tokens : {int64_t(2), int64_t(8)}) {
+      const Options o = shape_options(3, 1000, tokens, 4, t, true, true, 450);
+      const DecodeFlags f = decode_flags(5, 0, true);
+      const Decode p = make_decode(o, f);
+      for (Buffer b : {Buffer::linear, Buffer::circular})
+        for (Kernel k : {Kernel::vector, Kernel::channel}) {
+          const LoopResult first = run_loop(p, b, k, false, 1, {64, true, Spans::on});
+          expect_correct(p, b, first);
+          for (int threads : {128, 256, 512}) {
+            SCOPED_TRACE(describe(o, f) + " " + buffer_name(b) + " " + kernel_name(k) + " " +
+                         std::to_string(threads) + " threads");
+            const LoopResult r = run_loop(p, b, k, false, 1, {threads, true, Spans::on});
+            EXPECT_TRUE(same_bits(r.out, first.out));
+            EXPECT_TRUE(same_bits(r.cache, first.cache));
+          }
+        }
+    }
+}
+
+// Warps that read whole spans and deal them out through shared memory, against lanes that read
+// their own runs: the same bits, for every dtype, width and a range of token counts, rows whose
+// last warp is partly past the row (D = 1000: 125 groups of 8 16-bit channels, 250 of 4 fp32
+// ones), gathered rows with padding, both buffers; and the launch's own choice follows the step's
+// size.
+TEST(Ch11Decode, SpansGiveTheLanesOwnRunsBits) {
+  CONV1D_REQUIRE_GPU_OR_SKIP();
+  uint64_t seed = 470;
+  for (Dtype t : {Dtype::fp32, Dtype::fp16, Dtype::bf16})
+    for (int w = 2; w <= 4; ++w)
+      for (int64_t tokens : {int64_t(1), int64_t(2), int64_t(3), int64_t(8)}) {
+        const Options o = shape_options(3, 1000, tokens, w, t, true, true, ++seed);
+        const DecodeFlags f = decode_flags(4, 0, seed % 2 == 0);
+        const Decode p = make_decode(o, f);
+        for (Buffer b : {Buffer::linear, Buffer::circular}) {
+          SCOPED_TRACE(describe(o, f) + " " + buffer_name(b));
+          const LoopResult runs = run_loop(p, b, Kernel::vector, false, 1, {0, true, Spans::off});
+          expect_correct(p, b, runs);
+          const LoopResult spans = run_loop(p, b, Kernel::vector, false, 1, {0, true, Spans::on});
+          EXPECT_TRUE(same_bits(spans.out, runs.out));
+          EXPECT_TRUE(same_bits(spans.cache, runs.cache));
         }
       }
-  }
+  EXPECT_FALSE(use_spans(Spans::automatic, kSpansFrom - 1));
+  EXPECT_TRUE(use_spans(Spans::automatic, kSpansFrom));
+  EXPECT_TRUE(use_spans(Spans::on, 1));
+  EXPECT_FALSE(use_spans(Spans::off, kSpansFrom));
 }
 
 TEST(Ch11Decode, GraphReplayGivesTheDirectLaunchesBits) {

@@ -44,6 +44,7 @@ struct DecodeFlags {
   std::string launch = "both";  // graph, direct, both
   int64_t threads = 0;          // per block; 0: the launch chooses (update.cuh)
   std::string pdl = "on";       // on: steps launched early where the GPU can (update.cuh); off
+  std::string spans = "auto";   // the vector kernel's warps read spans (on), runs (off), or auto
 };
 
 int64_t state_len_of(const Options& o, const DecodeFlags& f);

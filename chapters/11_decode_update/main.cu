@@ -97,6 +97,11 @@ class DecodeChapter : public Chapter {
                     "before it finishes, and wait for it before reading anything but the filters "
                     "(on: default, where the GPU has it: NVIDIA compute capability 9.0 and "
                     "later) or ordinary launches (off)"),
+        choice_flag("--spans", &flags_.spans, {"auto", "on", "off"},
+                    "how the vector kernel's warps read and write: on, each warp its whole span "
+                    "of contiguous bytes, handed out to its lanes through shared memory; off, "
+                    "each lane its own run of 16-byte pieces; auto (default): on for a step of "
+                    "at least 4096 threads"),
         choice_flag("--launch", &flags_.launch, {"graph", "direct", "both"},
                     "the loop replayed from a CUDA graph, launched step by step, or both "
                     "(default)")};
@@ -222,7 +227,12 @@ class DecodeChapter : public Chapter {
   void enqueue(const Plan& plan, Kernel k, cudaStream_t s) {
     enqueue_loop(dev_->first_step<T>(p_, plan.buffer), p_.steps, opt().width, k, s, how());
   }
-  StepLaunch how() const { return {int(flags_.threads), flags_.pdl == "on"}; }
+  StepLaunch how() const {
+    const Spans spans = flags_.spans == "on"    ? Spans::on
+                        : flags_.spans == "off" ? Spans::off
+                                                : Spans::automatic;
+    return {int(flags_.threads), flags_.pdl == "on", spans};
+  }
 
   MeasuredVariant variant(const Plan& plan) {
     const Options& o = opt();
@@ -239,12 +249,17 @@ class DecodeChapter : public Chapter {
         graphs_[int(plan.buffer)] = std::make_unique<CapturedGraph>(
             stream_->get(), [&] { enqueue<T>(plan, kernel, stream_->get()); });
     });
+    const char* spans = "";
+    if (kernel == Kernel::vector)
+      spans = use_spans(how().spans, o.batch * (o.dim / (16 / dtype_bytes(o.dtype))))
+                  ? ", warps read and write whole spans"
+                  : ", lanes read and write their own runs";
     char intro[400];
     const int n = std::snprintf(intro, sizeof intro,
-                                "%s, %s buffer: %d registers, %d blocks of %d threads per "
+                                "%s%s, %s buffer: %d registers, %d blocks of %d threads per "
                                 "multiprocessor, %s",
-                                kernel_name(kernel), buffer_name(plan.buffer), facts.registers,
-                                facts.blocks_per_sm, facts.threads,
+                                kernel_name(kernel), spans, buffer_name(plan.buffer),
+                                facts.registers, facts.blocks_per_sm, facts.threads,
                                 facts.early ? "launched early (programmatic dependent launch)"
                                 : flags_.pdl == "on" ? "ordinary launches (no early launch here)"
                                                      : "ordinary launches (--pdl off)");

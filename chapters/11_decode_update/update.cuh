@@ -1,7 +1,8 @@
 // Chapter 11: the launch of one decoding step, and which of the two kernels runs it.
 //
 //   decode_update_vector    a thread per (row, 16 bytes of channels); a state of W-1 inputs, D a
-//                           multiple of the group                                 (update_vector.cuh)
+//                           multiple of the group; a big step's warps move whole spans of
+//                           contiguous bytes (Spans below)                        (update_vector.cuh)
 //   decode_update_channel   a thread per (row, channel); any S >= W-1, any D      (update_channel.cuh)
 //
 // Both run a grid of B rows of blocks, the batch row taken from the block index. The block size
@@ -81,10 +82,25 @@ void dispatch_tokens(int tokens, F&& f) {
                               std::to_string(kMaxTokens) + " (got " + std::to_string(tokens) + ")");
 }
 
-// How a step is launched: threads per block (0: decode_threads' choice), and whether early.
+// How the vector kernel's warps read and write their lanes' runs (warp_runs.cuh): the warp its
+// whole span (on), each lane its own (off), or the launch's choice (automatic: use_spans).
+enum class Spans { automatic, on, off };
+
+// The launch's choice: spans for a step of at least kSpansFrom threads (B = 8 at D = 4096 in bf16).
+// A smaller step is a few chains of dependent trips to memory, too few requests for the L2 to
+// queue, and dealing through shared memory only adds links to each chain: on an H100 the two
+// ways tie at one token and spans cost up to 0.1 us a step at four (docs/11_decode_update.md).
+constexpr int64_t kSpansFrom = 4096;
+inline bool use_spans(Spans s, int64_t threads) {
+  return s == Spans::on || (s == Spans::automatic && threads >= kSpansFrom);
+}
+
+// How a step is launched: threads per block (0: decode_threads' choice), whether early, and (the
+// vector kernel) whether with spans.
 struct StepLaunch {
   int threads = 0;
   bool early = true;
+  Spans spans = Spans::automatic;
 };
 
 // One step on stream s (or, with `facts`, only what the compiler made of its kernel).
@@ -107,12 +123,18 @@ void launch_decode_step(const StepArgs<T>& a, int width, Kernel k, cudaStream_t 
   dispatch_width(width, [&](auto w) {
     constexpr int W = decltype(w)::value;
     if (k == Kernel::channel)
-      return launch_early_or_describe("decode_update_channel", decode_update_channel<T, W>,
-                                      blocks, block, s, facts, how.early, a, blocks_per_row);
+      return launch_early_or_describe("decode_update_channel", decode_update_channel<T, W>, blocks,
+                                      block, 0, s, facts, how.early, a, blocks_per_row);
+    const bool spans = use_spans(how.spans, a.batch * row_threads);
     dispatch_tokens(a.tokens, [&](auto t) {
-      launch_early_or_describe("decode_update_vector",
-                               decode_update_vector<T, W, decltype(t)::value>, blocks, block, s,
-                               facts, how.early, a, blocks_per_row);
+      constexpr int kTokens = decltype(t)::value;
+      if (spans)
+        return launch_early_or_describe("decode_update_vector",
+                                        decode_update_vector<T, W, kTokens, true>, blocks, block,
+                                        stage_bytes<true>(block, kLongestRun<W, kTokens>), s, facts,
+                                        how.early, a, blocks_per_row);
+      launch_early_or_describe("decode_update_vector", decode_update_vector<T, W, kTokens, false>,
+                               blocks, block, 0, s, facts, how.early, a, blocks_per_row);
     });
   });
 }

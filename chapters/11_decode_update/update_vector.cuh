@@ -2,11 +2,18 @@
 // fp16/bf16, 4 in fp32), for the common cache of exactly W-1 inputs per channel.
 //
 // Why a group of channels: in a cache [C, D, W-1] the W-1 inputs of neighbouring channels lie next
-// to each other, so the states of N neighbouring channels are N*(W-1) contiguous elements, W-1
-// aligned 16-byte loads. So are everything else a thread needs: its tokens (x [B, D, T]: T loads),
-// its outputs (T stores), its filters ([D, W]: W loads) and biases (one). Each access is 16 bytes,
-// a warp's accesses are contiguous runs, and a thread has all its loads in flight at once: the
+// to each other, so the states of N neighbouring channels are N*(W-1) contiguous elements, a run of
+// W-1 aligned 16-byte chunks. So are everything else a thread needs: its tokens (x [B, D, T]: a
+// run of T chunks), its outputs (T chunks), its filters ([D, W]: W chunks) and biases (one). The
+// runs of a warp's threads follow each other, and a thread has all its loads in flight at once: the
 // step costs about one trip to memory for the index, one for the state, and the launch.
+//
+// How the warp moves its runs (warp_runs.cuh, kSpans): each lane its own run, or (kSpans) the
+// warp its whole span in contiguous 512-byte pieces, dealt to the lanes through shared memory. A
+// lane's own run of K > 1 chunks takes K instructions that each touch sectors of the span only in
+// part; the span's pieces ask the L2 for whole sectors only. Every store is one 16-byte
+// instruction (store16): left to itself, the compiler wrote a one-token output vector as seven
+// narrow stores.
 //
 // The two buffers differ only in where a channel's oldest input sits. Linear: at entry 0, and the
 // new state is written back in order (every entry moves). Circular: at entry pos % (W-1), and the
@@ -20,6 +27,7 @@
 #include <type_traits>
 
 #include "chapters/11_decode_update/update_common.cuh"
+#include "chapters/11_decode_update/warp_runs.cuh"
 #include "common/fast_divmod.h"
 #include "common/launch.cuh"
 
@@ -44,18 +52,22 @@ template <class T, int W>
 struct FilterGroup {
   static constexpr int N = kPer16<T>;
   Vec<T, N> w[W], bias;
+  bool has_bias;
 
-  __device__ __forceinline__ FilterGroup(const T* weight, const T* b, int64_t d0) {
+  // (Without a bias the load is still made, of the group's first filter, and not used: see
+  // fetch_chunks in warp_runs.cuh for why a load is better made than skipped.)
+  __device__ __forceinline__ FilterGroup(const T* weight, const T* b, int64_t d0)
+      : has_bias(b != nullptr) {
 #pragma unroll
     for (int v = 0; v < W; ++v) w[v] = reinterpret_cast<const Vec<T, N>*>(weight + d0 * W)[v];
-    bias = b != nullptr ? *reinterpret_cast<const Vec<T, N>*>(b + d0) : ch08::zero_vec<T, N>();
+    bias = *reinterpret_cast<const Vec<T, N>*>(has_bias ? b + d0 : weight + d0 * W);
   }
   // Channel c's filter: the values ch08::load_filter reads (bias 0 without one).
   __device__ __forceinline__ ch08::Filter<W> operator[](int c) const {
     ch08::Filter<W> f;
 #pragma unroll
     for (int k = 0; k < W; ++k) f.w[k] = to_float(element<N>(w, c * W + k));
-    f.bias = to_float(bias.v[c]);
+    f.bias = has_bias ? to_float(bias.v[c]) : 0.0f;
     return f;
   }
 };
@@ -71,15 +83,20 @@ __device__ __forceinline__ void with_rotation(int r, F&& f) {
 
 // [docs:ch11_group]
 // One group's step: kIn is the entry of each channel's oldest input, kOut the entry where the
-// oldest input of the new state goes (both 0 for the linear buffer).
+// oldest input of the new state goes (both 0 for the linear buffer). Out: the group's outputs and
+// its new state, as they are stored.
 template <class T, int W, int kTokens, int kIn, int kOut>
-__device__ __forceinline__ void step_group(const Vec<T, kPer16<T>> (&xs)[kTokens],
-                                           const Vec<T, kPer16<T>> (&old)[W - 1],
-                                           const FilterGroup<T, W>& f, bool silu, T* out,
-                                           T* state) {
+__device__ __forceinline__ void step_group(const Bytes16 (&x_bits)[kTokens],
+                                           const Bytes16 (&old_bits)[W - 1],
+                                           const FilterGroup<T, W>& f, bool silu,
+                                           Bytes16 (&ys)[kTokens], Bytes16 (&fresh_bits)[W - 1]) {
   constexpr int N = kPer16<T>, S = W - 1;
+  Vec<T, N> xs[kTokens], old[S], fresh[S];
+#pragma unroll
+  for (int v = 0; v < kTokens; ++v) xs[v] = bit_cast16<Vec<T, N>>(x_bits[v]);
+#pragma unroll
+  for (int v = 0; v < S; ++v) old[v] = bit_cast16<Vec<T, N>>(old_bits[v]);
   float y[N * kTokens];  // [channel][token], as out holds them
-  Vec<T, N> fresh[S];
 #pragma unroll
   for (int c = 0; c < N; ++c) {
     T in[S + kTokens];  // channel c's inputs in order: its state, oldest first, then its tokens
@@ -100,51 +117,76 @@ __device__ __forceinline__ void step_group(const Vec<T, kPer16<T>> (&xs)[kTokens
     for (int m = 0; m < S; ++m) element<N>(fresh, c * S + (kOut + m) % S) = in[kTokens + m];
   }
 #pragma unroll
-  for (int v = 0; v < kTokens; ++v)
-    reinterpret_cast<Vec<T, N>*>(out)[v] = ch08::from_floats<T, N>(y + v * N);
+  for (int v = 0; v < kTokens; ++v) ys[v] = bit_cast16<Bytes16>(ch08::from_floats<T, N>(y + v * N));
 #pragma unroll
-  for (int v = 0; v < S; ++v) reinterpret_cast<Vec<T, N>*>(state)[v] = fresh[v];
+  for (int v = 0; v < S; ++v) fresh_bits[v] = bit_cast16<Bytes16>(fresh[v]);
 }
 
-template <class T, int W, int kTokens>
+// The most chunks of 16 bytes a lane deals at once: its tokens or outputs (T), or its state (W-1).
+template <int W, int kTokens>
+constexpr int kLongestRun = kTokens > W - 1 ? kTokens : W - 1;
+
+// kSpans: how the warp reads and writes its lanes' runs of tokens, states and outputs, each lane
+// its own or the warp its whole span (warp_runs.cuh; the launch chooses, update.cuh).
+template <class T, int W, int kTokens, bool kSpans>
 __global__ void decode_update_vector(StepArgs<T> a, FastDivmod blocks_per_row) {
   constexpr int N = kPer16<T>, S = W - 1;
+  extern __shared__ Bytes16 shared_chunks[];  // kSpans: kLongestRun chunks a thread
   int64_t b, block_in_row;
   blocks_per_row.divmod(blockIdx.x, &b, &block_in_row);
-  const int64_t d0 = (block_in_row * blockDim.x + threadIdx.x) * N;
-  if (d0 >= a.dim) return;
+  // This thread's group of N channels, and its warp's first: warps past the row have nothing to
+  // do; in the warp at the row's end, `lanes` of them have a group.
+  const int lane = threadIdx.x % kWarpLanes;
+  const int64_t groups = a.dim / N, g = block_in_row * blockDim.x + threadIdx.x, g0 = g - lane;
+  if (g0 >= groups) return;
+  const int lanes = static_cast<int>(groups - g0 < kWarpLanes ? groups - g0 : kWarpLanes);
+  Bytes16* stage = shared_chunks + (threadIdx.x - lane) * kLongestRun<W, kTokens>;
 
   // 0. Launched early (update.cuh), the step starts while the one before it finishes. The filters
-  //    do not change while decoding: they load before the wait, everything else after it.
+  //    do not change while decoding: they load before the wait, everything else after it. (A lane
+  //    past the row's end reads the last group's and stores nothing.)
   allow_next_launch();
-  const FilterGroup<T, W> f(a.weight, a.bias, d0);
+  const FilterGroup<T, W> f(a.weight, a.bias, (g < groups ? g : groups - 1) * N);
   wait_for_previous_launch();
 
-  // 1. What needs no index: the step's tokens, in flight while the row is found.
-  const int64_t at = (b * a.dim + d0) * kTokens;
-  Vec<T, N> xs[kTokens];
+  // 1. What needs no index: the warp's tokens, in flight while the row is found.
+  const int64_t at = (b * a.dim + g0 * N) * kTokens;  // the warp's first token
+  Bytes16* out = reinterpret_cast<Bytes16*>(a.out + at);
+  Bytes16 xs[kTokens];
+  fetch_chunks<kSpans, kTokens>(reinterpret_cast<const Bytes16*>(a.x + at), lanes * kTokens, lane,
+                                xs);
+  const int64_t row = cache_row(a, b);  // (the same for the whole warp)
+  if (row < 0) {                        // a padding row: outputs exactly 0, no cache row touched
 #pragma unroll
-  for (int v = 0; v < kTokens; ++v) xs[v] = reinterpret_cast<const Vec<T, N>*>(a.x + at)[v];
-  const int64_t row = cache_row(a, b);
-  if (row < 0) {  // a padding row: outputs exactly 0, no cache row touched
-#pragma unroll
-    for (int v = 0; v < kTokens; ++v)
-      reinterpret_cast<Vec<T, N>*>(a.out + at)[v] = ch08::zero_vec<T, N>();
-    return;
+    for (int v = 0; v < kTokens; ++v) xs[v] = Bytes16{};  // (0.0 is all zero bits in every dtype)
+    return put_chunks<kSpans, kTokens>(out, lanes * kTokens, lane, xs);
   }
 
-  // 2. The group's state: N*(W-1) contiguous elements.
-  T* state = a.state + (row * a.dim + d0) * S;
-  Vec<T, N> old[S];
-#pragma unroll
-  for (int v = 0; v < S; ++v) old[v] = reinterpret_cast<const Vec<T, N>*>(state)[v];
+  // 2. The warp's states: lanes·(W-1) contiguous chunks.
+  Bytes16* state = reinterpret_cast<Bytes16*>(a.state + (row * a.dim + g0 * N) * S);
+  Bytes16 old[S];
+  fetch_chunks<kSpans, S>(state, lanes * S, lane, old);
 
-  // 3. Outputs and the new state, the circular buffer's rotation made a compile-time constant.
+  // 3. Each lane's runs of tokens and states; its outputs and new state; back to what the warp
+  //    stores. kIn and kOut are the circular buffer's rotation, made compile-time constants; the
+  //    branch on it comes before the dealing, so that the position is read while the states are
+  //    in flight.
+  auto finish = [&](auto k_in, auto k_out) {
+    deal_runs<kSpans, kTokens>(xs, stage, lane);
+    deal_runs<kSpans, S>(old, stage, lane);
+    Bytes16 ys[kTokens], fresh[S];
+    step_group<T, W, kTokens, decltype(k_in)::value, decltype(k_out)::value>(xs, old, f, a.silu, ys,
+                                                                             fresh);
+    collect_runs<kSpans, kTokens>(ys, stage, lane);
+    put_chunks<kSpans, kTokens>(out, lanes * kTokens, lane, ys);
+    collect_runs<kSpans, S>(fresh, stage, lane);
+    put_chunks<kSpans, S>(state, lanes * S, lane, fresh);
+  };
   if (a.cache_seqlens == nullptr)
-    return step_group<T, W, kTokens, 0, 0>(xs, old, f, a.silu, a.out + at, state);
+    return finish(std::integral_constant<int, 0>{}, std::integral_constant<int, 0>{});
   with_rotation<S>(static_cast<int>(wrap(first_position(a, b), S)), [&](auto r) {
     constexpr int R = decltype(r)::value;
-    step_group<T, W, kTokens, R, (R + kTokens) % S>(xs, old, f, a.silu, a.out + at, state);
+    finish(r, std::integral_constant<int, (R + kTokens) % S>{});
   });
 }
 // [/docs:ch11_group]

@@ -1,7 +1,7 @@
 # shellcheck shell=bash disable=SC2154  # out, build, row and step come from scripts/gpu-check.sh
 # Chapter 11 (the decoding update): the benchmark report behind docs/11_decode_update.md, what the
 # compiler made of the decoding kernels, and sanitizers on awkward shapes (graphs included).
-# About 8 minutes on an H100 (41 benchmark runs, two ncu runs, the sanitizers): where calls to the
+# About 10 minutes on an H100 (57 benchmark runs, two ncu runs, the sanitizers): where calls to the
 # GPU machine are time-limited, give this section a call of its own, after the build.
 #
 # Every run decodes a loop of 64 steps and reports four variants in one run (linear and circular
@@ -24,6 +24,9 @@
 #   bench_11_pdl.tsv, _kernels.tsv       the four goal shapes (1-4 above) with ordinary launches
 #                                        (--pdl off) and launched early (--pdl on, the default),
 #                                        interleaved: off, on, off, on per shape (nth 1-4)
+#   bench_11_spans.tsv, _kernels.tsv     the four goal shapes with the vector kernel's lanes reading
+#                                        their own runs (--spans off) and warps reading whole spans
+#                                        (--spans on), interleaved: off, on, off, on per shape
 #   bench_11_threads.tsv, _kernels.tsv   the block size (--threads 64, 128, 256, 512), linear buffer,
 #                                        graph replay, at B 256 T 1, B 64 T 1 and B 256 T 4 (in that
 #                                        order, each shape's four runs together): what the default
@@ -55,15 +58,21 @@ if [[ -x $exe11 ]]; then
   run11 b256_state8_bf16 "${base11[@]}" --batch 256 --seqlen 1 --dtype bf16 --state-len 8
   run11 b256_fp32 "${base11[@]}" --batch 256 --seqlen 1 --dtype fp32
 
-  pdl11=$out/results/bench_11_pdl.tsv
-  rm -f "$pdl11" "${pdl11%.tsv}_kernels.tsv"
-  for shape in "256 1" "64 1" "1 1" "256 4"; do
-    read -r b t <<< "$shape"
-    for pdl in off on off on; do
-      bench_run ch11_decode_update "ch11_pdl_b${b}_t${t}_${pdl}" "$exe11" "$pdl11" \
-        "${base11[@]}" --batch "$b" --seqlen "$t" --dtype bf16 --pdl "$pdl"
+  # The four goal shapes with --FLAG off and on, interleaved (off, on, off, on), into
+  # bench_11_FLAG.tsv.
+  ab11() {
+    local flag=$1 tsv=$out/results/bench_11_$1.tsv b t v shape
+    rm -f "$tsv" "${tsv%.tsv}_kernels.tsv"
+    for shape in "256 1" "64 1" "1 1" "256 4"; do
+      read -r b t <<< "$shape"
+      for v in off on off on; do
+        bench_run ch11_decode_update "ch11_${flag}_b${b}_t${t}_$v" "$exe11" "$tsv" \
+          "${base11[@]}" --batch "$b" --seqlen "$t" --dtype bf16 "--$flag" "$v"
+      done
     done
-  done
+  }
+  ab11 pdl
+  ab11 spans
 
   sweep11=$out/results/bench_11_threads.tsv
   rm -f "$sweep11" "${sweep11%.tsv}_kernels.tsv"
@@ -99,7 +108,8 @@ if [[ -x $exe11 ]]; then
   # launches both (the chapter runs both).
   sanitize_shapes ch11_decode_update "$exe11" \
     "--batch 3 --dim 37 --seqlen 3 --width 3 --bias --silu --dtype fp32 --steps 5 --gather" \
-    "--batch 2 --dim 16 --seqlen 5 --width 4 --dtype fp16 --steps 6 --state-len 7 --gather"
+    "--batch 2 --dim 16 --seqlen 5 --width 4 --dtype fp16 --steps 6 --state-len 7 --gather" \
+    "--batch 5 --dim 1000 --seqlen 3 --width 4 --bias --silu --dtype bf16 --steps 3 --gather --spans on --threads 128"
 else
   row ch11_decode_update bench FAIL "$exe11 not built"
 fi
