@@ -240,25 +240,25 @@ class DecodeChapter : public Chapter {
     m.name = plan.name();
     Kernel kernel = Kernel::channel;
     KernelFacts facts;
+    bool spans = false;
     dispatch_storage(o.dtype, [&](auto tag) {
       using T = device_t<typename decltype(tag)::type>;
       const StepArgs<T> first = dev_->first_step<T>(p_, plan.buffer);
       kernel = choose_kernel(first, o.width, flags_.kernel);
+      spans = step_uses_spans(first, kernel, how());
       launch_decode_step(first, o.width, kernel, stream_->get(), &facts, how());
       if (plan.graph)
         graphs_[int(plan.buffer)] = std::make_unique<CapturedGraph>(
             stream_->get(), [&] { enqueue<T>(plan, kernel, stream_->get()); });
     });
-    const char* spans = "";
-    if (kernel == Kernel::vector)
-      spans = use_spans(how().spans, o.batch * (o.dim / (16 / dtype_bytes(o.dtype))))
-                  ? ", warps read and write whole spans"
-                  : ", lanes read and write their own runs";
+    const char* how_runs = kernel != Kernel::vector ? ""
+                           : spans                  ? ", warps read and write whole spans"
+                                                    : ", lanes read and write their own runs";
     char intro[400];
     const int n = std::snprintf(intro, sizeof intro,
                                 "%s%s, %s buffer: %d registers, %d blocks of %d threads per "
                                 "multiprocessor, %s",
-                                kernel_name(kernel), spans, buffer_name(plan.buffer),
+                                kernel_name(kernel), how_runs, buffer_name(plan.buffer),
                                 facts.registers, facts.blocks_per_sm, facts.threads,
                                 facts.early ? "launched early (programmatic dependent launch)"
                                 : flags_.pdl == "on" ? "ordinary launches (no early launch here)"

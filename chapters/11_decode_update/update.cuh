@@ -103,6 +103,13 @@ struct StepLaunch {
   Spans spans = Spans::automatic;
 };
 
+// Whether step `a` runs with spans: the vector kernel's, launched `how` (one thread per 16 bytes
+// of channels in each batch row).
+template <class T>
+bool step_uses_spans(const StepArgs<T>& a, Kernel k, StepLaunch how) {
+  return k == Kernel::vector && use_spans(how.spans, a.batch * ceil_div(a.dim, int64_t(kPer16<T>)));
+}
+
 // One step on stream s (or, with `facts`, only what the compiler made of its kernel).
 template <class T>
 void launch_decode_step(const StepArgs<T>& a, int width, Kernel k, cudaStream_t s = 0,
@@ -125,7 +132,7 @@ void launch_decode_step(const StepArgs<T>& a, int width, Kernel k, cudaStream_t 
     if (k == Kernel::channel)
       return launch_early_or_describe("decode_update_channel", decode_update_channel<T, W>, blocks,
                                       block, 0, s, facts, how.early, a, blocks_per_row);
-    const bool spans = use_spans(how.spans, a.batch * row_threads);
+    const bool spans = step_uses_spans(a, k, how);
     dispatch_tokens(a.tokens, [&](auto t) {
       constexpr int kTokens = decltype(t)::value;
       if (spans)
