@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "chapters/10_packed_sequences/backward.cuh"
+#include "chapters/10_packed_sequences/cf_row_edges.cuh"
 #include "chapters/10_packed_sequences/forward.cuh"
 #include "chapters/10_packed_sequences/packing.h"
 #include "common/buffers.h"
@@ -189,6 +190,44 @@ TEST(Ch10Host, ChunksIncludePiecesShorterThanTheStates) {
       EXPECT_EQ(p.chunk_lens[2], 2);
     }
   }
+}
+
+// Channel-first rows: every output is written by exactly one of the two kernels. The convolution
+// stores the vectors it keeps (ch08::cf_left_to_policy false) whole; cf_row_edges the head and
+// tail of each row (row_edges). Checked over the flat tensor for rows of every length up to three
+// vectors and a few longer, 8 and 4 elements a vector, W 2 to 4.
+template <int W, int kPer>
+void expect_rows_covered_once(int64_t rows, int64_t len) {
+  const int64_t n = rows * len;
+  std::vector<int> writes(size_t(n), 0);
+  for (int64_t e0 = 0; e0 < n; e0 += kPer) {  // the convolution's vectors
+    const int64_t t0 = e0 % len;
+    if (!ch08::cf_left_to_policy<W, kPer>(t0, len))
+      for (int64_t i = 0; i < kPer; ++i) ++writes[size_t(e0 + i)];  // (inside one row: e0+i < n)
+  }
+  for (int64_t r = 0; r < rows; ++r) {  // cf_row_edges' threads
+    const RowEdges e = row_edges<W, kPer>(r, len);
+    ASSERT_LE(e.head, e.tail);
+    for (int64_t t = 0; t < len; ++t)
+      if (t < e.head || t >= e.tail) ++writes[size_t(r * len + t)];
+  }
+  for (int64_t e = 0; e < n; ++e)
+    ASSERT_EQ(writes[size_t(e)], 1) << "W " << W << ", " << kPer << " a vector, L " << len
+                                    << ": output " << e % len << " of row " << e / len;
+}
+
+TEST(Ch10Host, ChannelFirstRowsEveryOutputWrittenOnce) {
+  for (int64_t len : {1, 2, 3, 5, 7, 8, 9, 11, 15, 16, 17, 23, 24, 25, 64, 67, 4096}) {
+    expect_rows_covered_once<2, 8>(5, len);
+    expect_rows_covered_once<3, 8>(5, len);
+    expect_rows_covered_once<4, 8>(5, len);
+    expect_rows_covered_once<2, 4>(5, len);
+    expect_rows_covered_once<4, 4>(5, len);
+  }
+  // A row the convolution keeps whole vectors of: only its first vector is the edges'.
+  const RowEdges e = row_edges<4, 8>(3, 4096);
+  EXPECT_EQ(e.head, 8);
+  EXPECT_EQ(e.tail, 4096);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "chapters/08_direct_forward/direct_common.cuh"
 #include "common/launch.cuh"
@@ -15,11 +16,13 @@
 
 namespace conv1d::ch08 {
 
+constexpr int kChunkedThreads = 128;  // a block
+
 // Seqs (chapter 10): where sequences begin (direct_common.cuh); chapter 08's rows are one each.
 // [docs:ch08_cf_chunked]
-template <class T, int W, int kVecs, class Seqs = OneSequencePerRow>
-__global__ void conv_fwd_cf_chunked(DirectArgs<T> a, FastDivmod by_len, FastDivmod by_dim,
-                                    Seqs seqs) {
+template <class T, int W, int kVecs, class Seqs>
+__device__ __forceinline__ void cf_chunked(const DirectArgs<T>& a, const FastDivmod& by_len,
+                                           const FastDivmod& by_dim, const Seqs& seqs) {
   constexpr int kPer = kPer16<T>;
   const int64_t n = a.elements();
   const int lane = threadIdx.x % kWarpLanes;
@@ -59,17 +62,30 @@ __global__ void conv_fwd_cf_chunked(DirectArgs<T> a, FastDivmod by_len, FastDivm
     // whole warp's vectors are full (a vote: then no lane takes the masked form).
     const Span span = cf_span<T, W>(a, seqs, by_len, by_dim, e0, spot[j]);
     const bool warp_full = Seqs::kPacked ? warp_all(span == Span::full) : true;
-    if (e0 < n) {
-      float y[kPer];
-      cf_outputs<T, W>(a, seqs, by_len, by_dim, e0, spot[j], span, warp_full,
-                       cf_window<T, W>(prev, cur[j]), y);
+    float y[kPer];
+    if (e0 < n && cf_outputs<T, W>(a, seqs, by_len, by_dim, e0, spot[j], span, warp_full,
+                                   cf_window<T, W>(prev, cur[j]), y))
       store_or_tail<T, kPer>(a.out, e0, n, y);
-    }
   }
+}
+
+template <class T, int W, int kVecs, class Seqs = OneSequencePerRow,
+          std::enable_if_t<!Seqs::kPacked, int> = 0>
+__global__ void conv_fwd_cf_chunked(DirectArgs<T> a, FastDivmod by_len, FastDivmod by_dim,
+                                    Seqs seqs) {
+  cf_chunked<T, W, kVecs>(a, by_len, by_dim, seqs);
 }
 // [/docs:ch08_cf_chunked]
 
-constexpr int kChunkedThreads = 128;
+// (Chapter 10) the same kernel for packed sequences. Its span tests and masked vectors take more
+// registers than chapter 08's 48; held to 64 (kPackedCfMinBlocks), a multiprocessor still holds 32
+// of its warps (chapter 08's kernel: 40).
+constexpr int kPackedCfMinBlocks = 8;
+template <class T, int W, int kVecs, class Seqs, std::enable_if_t<Seqs::kPacked, int> = 0>
+__global__ void __launch_bounds__(kChunkedThreads, kPackedCfMinBlocks)
+    conv_fwd_cf_chunked(DirectArgs<T> a, FastDivmod by_len, FastDivmod by_dim, Seqs seqs) {
+  cf_chunked<T, W, kVecs>(a, by_len, by_dim, seqs);
+}
 // Vectors per thread when the command line does not say: 2 (the fastest of 1, 2, 4 and 8 at
 // 8x4096x4096 bf16 on an H200, bench_08_sweep.tsv) when that still gives every multiprocessor two
 // full rounds of threads, 1 for smaller problems, where each thread's serial chain of loads and
@@ -94,7 +110,8 @@ void launch_cf_chunked(const DirectArgs<T>& a, int width, int vecs_per_thread, c
     void (*kernel)(DirectArgs<T>, FastDivmod, FastDivmod, Seqs) = nullptr;
     auto pick = [&](auto v) {
       constexpr int V = decltype(v)::value;
-      if constexpr (compiled<Seqs, T, Family::cf_fwd>(V, 1)) kernel = conv_fwd_cf_chunked<T, W, V, Seqs>;
+      if constexpr (compiled<Seqs, T, Family::cf_fwd>(V, 1))
+        kernel = conv_fwd_cf_chunked<T, W, V, Seqs>;
     };
     switch (vecs_per_thread) {
       case 1: pick(std::integral_constant<int, 1>{}); break;
@@ -106,7 +123,8 @@ void launch_cf_chunked(const DirectArgs<T>& a, int width, int vecs_per_thread, c
     }
     if (!kernel)
       throw std::invalid_argument("conv_fwd_cf_chunked: not compiled for " +
-                                  std::to_string(vecs_per_thread) + " vectors with these sequences");
+                                  std::to_string(vecs_per_thread) +
+                                  " vectors with these sequences");
     launch_or_describe("conv_fwd_cf_chunked", kernel, blocks, kChunkedThreads, s, facts, a, by_len,
                        by_dim, seqs);
   });

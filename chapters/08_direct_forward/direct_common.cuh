@@ -203,7 +203,8 @@ constexpr bool compiled(int size, int access) {
     case Family::cf_fwd: return size <= 2;
     case Family::cl_fwd: return size <= (half ? 16 : 32) && (access == kPer16<T> || access == 1);
     case Family::cf_bwd: return size <= (half ? 4 : 2);
-    case Family::cl_bwd: return size <= (half ? 32 : 64) && (access == (half ? 4 : 2) || access == 1);
+    case Family::cl_bwd:
+      return size <= (half ? 32 : 64) && (access == (half ? 4 : 2) || access == 1);
   }
   return false;
 }
@@ -340,10 +341,8 @@ __device__ __forceinline__ CfSpot<W> cf_spot(const DirectArgs<T>& a, const FastD
   return s;
 }
 
-// The outputs of one vector, each by its flags: a row's start (or, chapter 10, a packed sequence's
-// edge). A vector across the end of a row (L not a multiple of kPer, or L shorter than a vector) is
-// taken element by element. With packed sequences, the vector that holds t = 0 of a row also
-// writes that row's final states, and the inputs before t = 0 are its initial states.
+// The outputs of one vector, each by its flags: a row's start. A vector across the end of a row (L
+// not a multiple of kPer, or L shorter than a vector) is taken element by element.
 template <int N>
 struct Outputs {
   float y[N];
@@ -372,42 +371,23 @@ __device__ __forceinline__ Outputs<kPer16<T>> cf_mixed_outputs(const DirectArgs<
   return o;
 }
 
-// (Chapter 10) the same with packed sequences, out of line and one output at a time: it runs for a
-// few vectors in a hundred, and inline (or unrolled) its registers would count against every thread
-// of the kernel: fewer threads, fewer bytes in flight. The vector that holds t = 0 of a row also
-// writes that row's final states, and the inputs before t = 0 are its initial states.
-template <class T, int W, class Seqs>
-__device__ __noinline__ Outputs<kPer16<T>> cf_packed_outputs(
-    const DirectArgs<T> a, const Seqs seqs, const FastDivmod by_len, const FastDivmod by_dim,
-    int64_t e0, const CfWindow<T, W> win) {
-  constexpr int kPer = kPer16<T>;
-  Outputs<kPer> o;
-#pragma unroll 1
-  for (int i = 0; i < kPer; ++i) {
-    o.y[i] = 0.0f;
-    if (e0 + i >= a.elements()) continue;  // (the policy reads ids: none past the tensor)
-    int64_t r, t;
-    by_len.divmod(e0 + i, &r, &t);
-    const int64_t b = by_dim.div(r), d = r - b * a.dim;
-    const unsigned flags = seqs.template flags<W>(b, t);
-    float in[W];
-#pragma unroll
-    for (int k = 0; k < W; ++k)  // the window from registers, the state where it reaches before 0
-      in[k] = t - (W - 1) + k < 0 && (flags & kEdge)
-                  ? seqs.template state_value<W>(b, d, t + k)
-                  : win.v[i + k];
-    o.y[i] = conv_output<W, true, true>(load_filter<W>(a, d), in, taps_with_state<W>(flags),
-                                        a.silu);
-    if (t == 0) seqs.template write_final<W>(a.x + r * a.seqlen, 1, b, d);
-  }
-  return o;
+// (Chapter 10) Which vectors a packed sequence policy computes itself, after the kernel: those
+// across the end of a row and those at a row's start, whose taps may reach into its initial
+// states. They are a few in a thousand, and their work (the state, the final states, a flag per
+// element) would cost every thread of the kernel registers even where it never runs: left out,
+// the kernel keeps close to chapter 08's registers. t0: the position of the vector's first element
+// in its row.
+template <int W, int kPer>
+__host__ __device__ constexpr bool cf_left_to_policy(int64_t t0, int64_t seqlen) {
+  return t0 < W - 1 || t0 + kPer > seqlen;
 }
 
 // The outputs of one vector: every tap (all but a few vectors), none (padding), or each by its
 // flags. `span`: the vector's, as cf_span gives it; `warp_full`: every vector the warp takes now is
 // full (chapter 10: otherwise every lane takes the masked form, so that the warp runs one form).
+// False: the vector is the sequence policy's (cf_left_to_policy), and there is nothing to store.
 template <class T, int W, class Seqs>
-__device__ __forceinline__ void cf_outputs(const DirectArgs<T>& a, const Seqs& seqs,
+__device__ __forceinline__ bool cf_outputs(const DirectArgs<T>& a, const Seqs& seqs,
                                            const FastDivmod& by_len, const FastDivmod& by_dim,
                                            int64_t e0, const CfSpot<W>& s, Span span,
                                            bool warp_full, const CfWindow<T, W>& win, float* y) {
@@ -415,28 +395,28 @@ __device__ __forceinline__ void cf_outputs(const DirectArgs<T>& a, const Seqs& s
   if (span == Span::full && warp_full) {
 #pragma unroll
     for (int i = 0; i < kPer; ++i) y[i] = conv_output<W, false>(s.f, &win.v[i], 0, a.silu);
-    return;
+    return true;
   }
   if constexpr (Seqs::kPacked) {
     if (span == Span::padding) {
 #pragma unroll
       for (int i = 0; i < kPer; ++i) y[i] = 0.0f;
-    } else if (span == Span::full || (s.one_row && s.t0 >= W - 1)) {  // inline, by the flags
+    } else if (span == Span::full || !cf_left_to_policy<W, kPer>(s.t0, a.seqlen)) {  // by the flags
       const int64_t b = by_dim.div(by_len.div(e0));
       TokenFlags<kPer> m = TokenFlags<kPer>::filled(kAllTaps<W>);
       if (span != Span::full) m = seqs.template vector_flags<W, kPer>(b, s.t0);
 #pragma unroll
-      for (int i = 0; i < kPer; ++i) y[i] = conv_output<W, true, true>(s.f, &win.v[i], m[i], a.silu);
-    } else {  // a row's start or a vector across rows: out of line
-      const Outputs<kPer> o = cf_packed_outputs<T, W>(a, seqs, by_len, by_dim, e0, win);
-#pragma unroll
-      for (int i = 0; i < kPer; ++i) y[i] = o.y[i];
+      for (int i = 0; i < kPer; ++i)
+        y[i] = conv_output<W, true, true>(s.f, &win.v[i], m[i], a.silu);
+    } else {  // a row's start or a vector across rows: the policy's, after the kernel
+      return false;
     }
   } else {
     const Outputs<kPer> o = cf_mixed_outputs<T, W>(a, by_len, by_dim, e0, s, win);
 #pragma unroll
     for (int i = 0; i < kPer; ++i) y[i] = o.y[i];
   }
+  return true;
 }
 
 // The span of the vector at e0 (chapter 10's policies read the ids; chapter 08's rows need only

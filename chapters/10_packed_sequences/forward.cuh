@@ -1,5 +1,6 @@
-// Chapter 10: a packed forward is one launch of chapter 08's kernel (cf_chunked or cl_tiled) with a
-// sequence policy (sequences.cuh). What each form hands to it, and the launch; the chapter and its
+// Chapter 10: a packed forward is a launch of chapter 08's kernel (cf_chunked or cl_tiled) with a
+// sequence policy (sequences.cuh), and in channel-first rows a second, small one for the rows'
+// edges (cf_row_edges.cuh). What each form hands to them, and the launches; the chapter and its
 // tests both go through here.
 #pragma once
 
@@ -86,20 +87,34 @@ inline bool overlap(const void* a, size_t a_bytes, const void* b, size_t b_bytes
   return a && b && pa < pb + b_bytes && pb < pa + a_bytes;
 }
 
-// The one launch of a forward (forward_kernels.cuh; compiled once per storage type in the
-// chapter's kernel library, the chapter and its tests link it). With `facts`, only describes it.
+// Does the forward take cf_row_edges after the convolution? (Channel-first rows: chapter 08's
+// kernel leaves each row's first vector, and any vector across rows, to it.)
+template <class T>
+bool has_row_edges(const Forward<T>& f) {
+  return f.form == Form::rows && f.layout == Layout::channel_first;
+}
+
+// The convolution of a forward, and cf_row_edges (forward_kernels.cuh; compiled once per storage
+// type in the chapter's kernel library, the chapter and its tests link it). With `facts`,
+// run_forward only describes the convolution.
 template <class T>
 void run_forward(const Forward<T>& f, int width, int vectors, int rows, cudaStream_t s,
                  KernelFacts* facts);
+template <class T>
+void run_row_edges(const Forward<T>& f, int width, cudaStream_t s);
 extern template void run_forward<float>(const Forward<float>&, int, int, int, cudaStream_t,
                                         KernelFacts*);
 extern template void run_forward<__half>(const Forward<__half>&, int, int, int, cudaStream_t,
                                          KernelFacts*);
 extern template void run_forward<__nv_bfloat16>(const Forward<__nv_bfloat16>&, int, int, int,
                                                 cudaStream_t, KernelFacts*);
+extern template void run_row_edges<float>(const Forward<float>&, int, cudaStream_t);
+extern template void run_row_edges<__half>(const Forward<__half>&, int, cudaStream_t);
+extern template void run_row_edges<__nv_bfloat16>(const Forward<__nv_bfloat16>&, int, cudaStream_t);
 
-// The launch, through record(name, launch) (the chapter times it); `vectors` and `rows` are chapter
-// 08's launch choices (cf_chunked, cl_tiled). With `facts`, only describes the kernel.
+// The launches, each through record(name, launch) (the chapter times them); `vectors` and `rows`
+// are chapter 08's launch choices (cf_chunked, cl_tiled). With `facts`, only describes the
+// convolution.
 template <class T, class Record>
 void launch_forward(const Forward<T>& f, int width, int vectors, int rows, Record&& record,
                     cudaStream_t s = 0, KernelFacts* facts = nullptr) {
@@ -113,6 +128,7 @@ void launch_forward(const Forward<T>& f, int width, int vectors, int rows, Recor
   if (facts) return run_forward(f, width, vectors, rows, s, facts);
   record(f.layout == Layout::channel_last ? "conv_fwd_cl_tiled" : "conv_fwd_cf_chunked",
          [&] { run_forward(f, width, vectors, rows, s, nullptr); });
+  if (has_row_edges(f)) record("cf_row_edges", [&] { run_row_edges(f, width, s); });
 }
 
 }  // namespace conv1d::ch10

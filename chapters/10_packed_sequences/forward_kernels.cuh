@@ -5,6 +5,7 @@
 
 #include "chapters/08_direct_forward/cf_chunked.cuh"
 #include "chapters/08_direct_forward/cl_tiled.cuh"
+#include "chapters/10_packed_sequences/cf_row_edges.cuh"
 #include "chapters/10_packed_sequences/forward.cuh"
 
 namespace conv1d::ch10 {
@@ -30,6 +31,11 @@ void run_forward(const Forward<T>& f, int width, int vectors, int rows, cudaStre
       ch08::launch_cl_tiled(f.conv, width, rows, access, s, facts, f.varlen);
       break;
   }
+}
+
+template <class T>
+void run_row_edges(const Forward<T>& f, int width, cudaStream_t s) {
+  if (has_row_edges(f)) launch_cf_row_edges(f.conv, width, f.rows, s);
 }
 
 }  // namespace conv1d::ch10

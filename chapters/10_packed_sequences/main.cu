@@ -11,9 +11,11 @@
 //
 // Both are the same kernels with a sequence policy (sequences.cuh): they ask it, once per tile or
 // vector, whether every output there counts all its taps (almost everywhere: the plain path), and
-// only near a sequence's edges do they look at each position. A packed forward is one launch; a
-// packed backward is the kernel and chapter 09's fixed-order sum of the weight gradients, with the
-// states' gradients (dinitial_states, and dfinal_states coming back in) handled by the same launch.
+// only near a sequence's edges do they look at each position. A packed forward is one launch, and in
+// channel-first rows a second, small one for each row's first outputs and final states
+// (cf_row_edges.cuh); a packed backward is the kernel and chapter 09's fixed-order sum of the
+// weight gradients, with the states' gradients (dinitial_states, and dfinal_states coming back in)
+// handled by the same launch.
 // Chapter 08's and 09's kernels on the same x without packing (*_plain) measure what it costs. As in
 // chapters 08 and 09 the tensors stay on the device and a timed run is the kernels alone.
 #include <algorithm>
@@ -694,6 +696,13 @@ MeasuredVariant PackedChapter::variant(const Step& st) {
                 facts.registers, facts.local_bytes, facts.blocks_per_sm, facts.threads);
   m.intro = intro;
   m.kernels = {{kernel, flops, tensor_bytes + params + (plain ? 0 : ids + states)}};
+  if (!st.backward && !plain && !var && st.layout == Layout::channel_first) {
+    // Channel-first rows: the rows' edges and final states in a kernel of their own, after the
+    // convolution (cf_row_edges.cuh); the states are its bytes, the rest the convolution's.
+    m.kernels = {{kernel, flops, tensor_bytes + params + ids}, {"cf_row_edges", 0, states}};
+    m.whole_run_name = "whole forward";
+    m.whole_run_bytes = tensor_bytes + params + ids + states;
+  }
   if (st.backward) {
     const double sums = double(o.dim) * (o.width + 1) * 4;
     m.kernels.push_back({"reduce_partials", 0, sums});  // (its partials not counted: see docs)

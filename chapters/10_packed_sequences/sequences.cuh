@@ -3,7 +3,7 @@
 // time, whether every output there counts all W taps (the fast path, almost everywhere), is padding,
 // or is mixed; only for a mixed range do they ask position by position. The two policies here
 // answer from the inputs the caller already has, inside the convolution kernel, so a packed run is
-// one launch, like a plain one:
+// one launch, like a plain one (channel-first rows add a small second one: cf_row_edges.cuh):
 //
 //   PackedRows   rows of [B, D, L] or [B, L, D] holding several sequences, told apart by seq_idx
 //                [B, L] (optional); initial states [B, D, W-1] continue each row's first sequence,
@@ -15,7 +15,8 @@
 // The states touch only the edges of a sequence: its first W-1 outputs (their windows reach into
 // the state) and its last W-1 inputs. The convolution's main path leaves the first W-1 outputs of a
 // sequence that starts from a state to the policy (they are flagged kEdge), which computes them,
-// and writes the final states, from the thread that holds the sequence's first position.
+// and writes the final states, from the thread that holds the sequence's first position (in
+// channel-first rows, from cf_row_edges, after the convolution).
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,89 @@
+// Chapter 10: the channel-first rows form's second kernel. Chapter 08's cf_chunked, given packed
+// rows, leaves two kinds of vector alone (ch08::cf_left_to_policy): a row's first vector, whose
+// taps reach into the initial states, and a vector across the end of a row. Their work — the state,
+// the final states, each element's own flags and filter — is rare (one vector in L/8, bf16) but
+// heavy, and inside the convolution it cost every thread of it registers even where it never ran:
+// twice chapter 08's, half the warps a multiprocessor holds, 2.8 times the time
+// (docs/10_packed_sequences.md). Here it is a kernel of its own, a thread per row (b, d), which
+// computes exactly those outputs and writes the row's final states.
+//
+// It reads x, the ids and the states, none of which the convolution writes, and it writes outputs
+// the convolution does not: the two kernels could run in either order.
+#pragma once
+
+#include "chapters/08_direct_forward/direct_common.cuh"
+#include "chapters/10_packed_sequences/sequences.cuh"
+#include "common/launch.cuh"
+
+namespace conv1d::ch10 {
+
+// Is output t of row `row` (flat index row * L + t) in a vector that the convolution left to the
+// policy? (A vector that begins in the row before crosses rows.)
+template <int W, int kPer>
+__host__ __device__ inline bool left_by_convolution(int64_t row, int64_t t, int64_t seqlen) {
+  const int64_t e = row * seqlen + t;
+  const int64_t t0 = e - e % kPer - row * seqlen;  // where its vector begins, in this row
+  return t0 < 0 || ch08::cf_left_to_policy<W, kPer>(t0, seqlen);
+}
+
+// The outputs of a row that the convolution left: its head [0, head), up to the first vector the
+// convolution kept, and its tail [tail, L), after the last one (tail = head: the whole row).
+struct RowEdges {
+  int64_t head, tail;
+};
+template <int W, int kPer>
+__host__ __device__ inline RowEdges row_edges(int64_t row, int64_t seqlen) {
+  RowEdges e{0, seqlen};
+  while (e.head < seqlen && left_by_convolution<W, kPer>(row, e.head, seqlen)) ++e.head;
+  while (e.tail > e.head && left_by_convolution<W, kPer>(row, e.tail - 1, seqlen)) --e.tail;
+  return e;
+}
+
+// [docs:ch10_cf_row_edges]
+template <class T, int W>
+__global__ void cf_row_edges(ch08::DirectArgs<T> a, PackedRows<T> seqs) {
+  constexpr int kPer = kPer16<T>;
+  const int64_t row = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;  // b * D + d
+  if (row >= a.batch * a.dim) return;
+  const int64_t b = row / a.dim, d = row - b * a.dim, len = a.seqlen;
+  const T* x = a.x + row * len;
+  const Filter<W> f = ch08::load_filter<W>(a, d);
+
+  // Output t by its flags: the taps in t's sequence, and for the first W-1 outputs of a row that
+  // continues its initial states, the states (kEdge). The same arithmetic as the convolution's
+  // masked vectors, so a row computed in chunks gives the same bits.
+  auto output = [&](int64_t t) {
+    const unsigned flags = seqs.template flags<W>(b, t);
+    float in[W];
+#pragma unroll
+    for (int k = 0; k < W; ++k) {
+      const int64_t p = t - (W - 1) + k;
+      in[k] = p >= 0                ? to_float(x[p])
+              : flags & ch08::kEdge ? seqs.template state_value<W>(b, d, (W - 1) + p)
+                                    : 0.0f;
+    }
+    a.out[row * len + t] = from_float<T>(
+        ch08::conv_output<W, true, true>(f, in, ch08::taps_with_state<W>(flags), a.silu));
+  };
+  const RowEdges e = row_edges<W, kPer>(row, len);
+  for (int64_t t = 0; t < e.head; ++t) output(t);
+  for (int64_t t = e.tail; t < len; ++t) output(t);
+  seqs.template write_final<W>(x, 1, b, d);
+}
+// [/docs:ch10_cf_row_edges]
+
+constexpr int kRowEdgesThreads = 128;
+
+template <class T>
+void launch_cf_row_edges(const ch08::DirectArgs<T>& a, int width, const PackedRows<T>& seqs,
+                         cudaStream_t s = 0) {
+  const int64_t rows = a.batch * a.dim;
+  if (rows == 0) return;
+  dispatch_width(width, [&](auto w) {
+    launch_or_describe("cf_row_edges", cf_row_edges<T, decltype(w)::value>,
+                       ceil_div(rows, int64_t(kRowEdgesThreads)), kRowEdgesThreads, s, nullptr, a,
+                       seqs);
+  });
+}
+
+}  // namespace conv1d::ch10
