@@ -50,20 +50,11 @@ __global__ void cf_row_edges(ch08::DirectArgs<T> a, PackedRows<T> seqs) {
   const Filter<W> f = ch08::load_filter<W>(a, d);
 
   // Output t by its flags: the taps in t's sequence, and for the first W-1 outputs of a row that
-  // continues its initial states, the states (kEdge). The same arithmetic as the convolution's
-  // masked vectors, so a row computed in chunks gives the same bits.
+  // continues its initial states, the states (kEdge).
   auto output = [&](int64_t t) {
-    const unsigned flags = seqs.template flags<W>(b, t);
-    float in[W];
-#pragma unroll
-    for (int k = 0; k < W; ++k) {
-      const int64_t p = t - (W - 1) + k;
-      in[k] = p >= 0                ? to_float(x[p])
-              : flags & ch08::kEdge ? seqs.template state_value<W>(b, d, (W - 1) + p)
-                                    : 0.0f;
-    }
-    a.out[row * len + t] = from_float<T>(
-        ch08::conv_output<W, true, true>(f, in, ch08::taps_with_state<W>(flags), a.silu));
+    const unsigned fl = seqs.template flags<W>(b, t);
+    a.out[row * len + t] =
+        from_float<T>(seqs.template output_from_memory<W>(x, 1, f, b, d, t, fl, a.silu));
   };
   const RowEdges e = row_edges<W, kPer>(row, len);
   for (int64_t t = 0; t < e.head; ++t) output(t);

@@ -271,12 +271,6 @@ struct PackedRows {
     return scan_ids<W, kOwn, kOwn + kAhead>(ids(b), lo, seqlen);
   }
 
-  // Initial state j of row b, channel d: the input j - (W-1).
-  template <int W>
-  __device__ __forceinline__ float state_value(int64_t b, int64_t d, int64_t j) const {
-    return to_float(state(b, d, W)[j]);
-  }
-
   // Do outputs before `hi` reach the inputs whose dx receives the final states' gradient?
   __device__ __forceinline__ bool near_final(int64_t hi, int width) const {
     return dfinal_states && hi > seqlen - (width - 1);
@@ -328,19 +322,23 @@ struct PackedRows {
     return short_cut ? Span::mixed : s;
   }
 
-  // Output t (< W-1) of row b, channel d, whose window reaches into the initial states; x_row:
-  // position p of that row and channel at x_row[p * stride].
+  // Output t of row b, channel d, from memory by its flags `fl` (flags<W>(b, t)): the taps in t's
+  // sequence and, for an edge output (kEdge), the initial states before t = 0; x_row: position p
+  // of that row and channel at x_row[p * stride]. The same arithmetic as the convolution's masked
+  // outputs, so a row computed in chunks gives the same bits.
   template <int W>
-  __device__ __forceinline__ float edge_output(const T* x_row, int64_t stride, const Filter<W>& f,
-                                               int64_t b, int64_t d, int64_t t, bool silu) const {
-    const T* st = state(b, d, W);
+  __device__ __forceinline__ float output_from_memory(const T* x_row, int64_t stride,
+                                                      const Filter<W>& f, int64_t b, int64_t d,
+                                                      int64_t t, unsigned fl, bool silu) const {
     float in[W];
 #pragma unroll
     for (int k = 0; k < W; ++k) {
       const int64_t p = t - (W - 1) + k;
-      in[k] = p >= 0 ? to_float(x_row[p * stride]) : to_float(st[(W - 1) + p]);
+      in[k] = p >= 0       ? to_float(x_row[p * stride])
+              : fl & kEdge ? to_float(state(b, d, W)[(W - 1) + p])
+                           : 0.0f;  // (a tap that does not count)
     }
-    return ch08::conv_output<W>(f, in, ch08::taps_with_state<W>(flags<W>(b, t)), silu);
+    return ch08::conv_output<W, true, true>(f, in, ch08::taps_with_state<W>(fl), silu);
   }
 
   // The final states of row b, channel d: the last W-1 inputs of its last sequence (0 for inputs of
@@ -380,9 +378,12 @@ struct PackedRows {
       const int64_t d = d0 + i;
       const Filter<W> f = ch08::load_filter<W>(a.weight, a.bias, d);
       if (initial_states)
-        for (int t = 0; t < W - 1; ++t)
-          if (t < seqlen && (flags<W>(b, t) & kEdge))
-            out[t * dim + d] = from_float<T>(edge_output<W>(x + d, dim, f, b, d, t, a.silu));
+        for (int t = 0; t < W - 1; ++t) {
+          const unsigned fl = t < seqlen ? flags<W>(b, t) : 0u;
+          if (fl & kEdge)
+            out[t * dim + d] =
+                from_float<T>(output_from_memory<W>(x + d, dim, f, b, d, t, fl, a.silu));
+        }
       write_final<W>(x + d, dim, b, d);
     }
   }
