@@ -7,6 +7,7 @@
 // checked against a literal step-by-step simulation of the two buffers.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -285,6 +286,53 @@ TEST(Ch11Host, ExpectedCachesAreTheBuffersStepByStep) {
       const VerifyReport r = verify("out", s.out, p.ref, Tolerance{1e-12, 1e-12});
       EXPECT_TRUE(r.ok()) << buffer_name(b) << ": " << r.summary() << "\n" << r.details();
     }
+  }
+}
+
+// The stage's slots (warp_runs.cuh): a permutation of each warp's span that keeps every chunk in
+// its group of eight; the eight lanes of a 16-byte shared-memory access stay on eight different
+// groups of banks in the order the warp reads (32v + lane); and in the runs the lanes read
+// (lane·K + v) they take as many turns as the plain order gives them (K = 2, 6: two; K = 8:
+// eight; odd K: none), except for runs of 4, which are flipped to take none.
+namespace {
+template <int K>
+void expect_stage_slots(int lanes) {
+  SCOPED_TRACE("runs of " + std::to_string(K) + " chunks, " + std::to_string(lanes) + " lanes");
+  std::vector<int> hits(size_t(lanes) * K, 0);
+  for (int p = 0; p < lanes * K; ++p) {
+    const int slot = stage_slot<K>(p);
+    ASSERT_GE(slot, 0);
+    ASSERT_LT(slot, lanes * K);
+    EXPECT_EQ(slot / 8, p / 8);
+    ++hits[slot];
+  }
+  for (int h : hits) EXPECT_EQ(h, 1);
+  auto turns = [&](auto chunk) {  // the most lanes of one 8-lane access on one group of banks
+    int worst = 0;
+    for (int v = 0; v < K; ++v)
+      for (int first = 0; first < lanes; first += 8) {
+        int per_group[8] = {};
+        for (int lane = first; lane < first + 8; ++lane)
+          worst = std::max(worst, ++per_group[stage_slot<K>(chunk(v, lane)) % 8]);
+      }
+    return worst;
+  };
+  EXPECT_EQ(turns([&](int v, int lane) { return v * lanes + lane; }), 1);
+  const int plain_turns = K % 2 == 1 ? 1 : K == 8 ? 8 : 2;
+  EXPECT_EQ(turns([&](int v, int lane) { return lane * K + v; }), K == 4 ? 1 : plain_turns);
+}
+}  // namespace
+
+TEST(Ch11Host, StageSlotsSpreadTheLanesOverTheBanks) {
+  for (int lanes : {32, 64}) {
+    expect_stage_slots<1>(lanes);
+    expect_stage_slots<2>(lanes);
+    expect_stage_slots<3>(lanes);
+    expect_stage_slots<4>(lanes);
+    expect_stage_slots<5>(lanes);
+    expect_stage_slots<6>(lanes);
+    expect_stage_slots<7>(lanes);
+    expect_stage_slots<8>(lanes);
   }
 }
 

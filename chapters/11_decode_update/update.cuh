@@ -8,7 +8,7 @@
 // Both run a grid of B rows of blocks, the batch row taken from the block index. The block size
 // follows the step (decode_threads): a small step (B = 1: D/8 threads in 16-bit groups) in blocks
 // of 64, spread over as many multiprocessors as it can fill; a big one (B = 256: 131072 threads)
-// in blocks of 256, a quarter as many blocks for the block scheduler to place.
+// in blocks of 128, which pack a multiprocessor's registers more tightly than blocks of 256.
 //
 // Each step is launched early (programmatic dependent launch, common/launch.cuh) where the GPU
 // has it: step k+1's blocks are placed on the multiprocessors and load their filters while step
@@ -33,8 +33,12 @@ inline const char* kernel_name(Kernel k) {
   return k == Kernel::vector ? "decode_update_vector" : "decode_update_channel";
 }
 
-// Threads per block for a step of `threads` threads: the largest of 256, 128 and 64 that still
-// gives every multiprocessor two blocks (64 below that). `requested` (--threads) wins.
+// Threads per block for a step of `threads` threads: 128 where that still gives every
+// multiprocessor two blocks, else 64. `requested` (--threads) wins. Not 256: at 88-96 registers
+// a thread (bf16, W = 4) a multiprocessor's 65536 registers hold two blocks of 256 (512 threads)
+// but five of 128 (640), and with spans the big steps are as fast as the threads in flight: on an
+// H200, B = 256 at T = 4 took 8.3 us a step in blocks of 256 and 7.7 in blocks of 128
+// (docs/11_decode_update.md).
 inline int decode_threads(int64_t threads, int requested = 0) {
   if (requested > 0) return requested;
   static const int sm_count = [] {
@@ -43,9 +47,7 @@ inline int decode_threads(int64_t threads, int requested = 0) {
     GPU_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device));
     return n;
   }();
-  for (int t : {256, 128})
-    if (ceil_div(threads, int64_t(t)) >= 2 * int64_t(sm_count)) return t;
-  return 64;
+  return ceil_div(threads, int64_t(128)) >= 2 * int64_t(sm_count) ? 128 : 64;
 }
 
 // Whether the vector kernel can run a step: a state of W-1 inputs, D a multiple of the channels in

@@ -13,6 +13,9 @@
 // Reading (fetch_chunks) and dealing (deal_runs) are separate steps, so that a kernel can have all
 // its loads in flight before it waits for any. Lanes whose chunks lie past the end of the span (a
 // warp at the end of a batch row) store nothing.
+//
+// In shared memory a chunk does not sit at its position in the span but at stage_slot's (below):
+// read as runs, the plain order would send several lanes at once to the same banks.
 #pragma once
 
 #include "common/vec.cuh"
@@ -24,6 +27,24 @@ namespace conv1d::ch11 {
 template <bool kSpans, int K>
 __device__ __forceinline__ int chunk_of(int v, int lane) {
   return kSpans ? v * kWarpLanes + lane : lane * K + v;
+}
+
+// Where chunk p of a warp's span sits in its stage. Shared memory serves a 16-byte access eight
+// lanes at a time, from eight groups of four banks (chunk p in group p % 8), and two lanes in one
+// group take turns. Lanes reading their runs of K chunks ask for chunks lane·K + v: for K = 4 the
+// eight lanes fall on two groups, four turns each. Flipping p's low three bits by the next three
+// (which stay put, so chunks only trade places within their group of eight) spreads them over all
+// eight groups. The warp's own order (chunks 32v + lane) stays without turns: the eight lanes
+// served together share bits 3-5, so all their chunks flip alike.
+//
+// The same flip removes the turns of K = 2 (two) and K = 8 (eight) too, but measured on an H100
+// and an H200 it made steps of 2 and 8 tokens slower (docs/11_decode_update.md): the flip costs
+// instructions and registers, and at K = 8 registers are what the step is short of. So only runs
+// of 4 chunks (4 tokens a step) are flipped. Odd K already fall on distinct groups. (The eight
+// lanes and eight groups are NVIDIA's; on AMD the flip is harmless, not tuned.)
+template <int K>
+__host__ __device__ constexpr int stage_slot(int p) {
+  return K == 4 ? p ^ ((p >> 3) & 7) : p;
 }
 
 // raw[v] = chunk chunk_of(v, lane) of the span `src` of n chunks. Past n, the lane reads the span's
@@ -49,10 +70,10 @@ template <bool kSpans, int K, class V>
 __device__ __forceinline__ void deal_runs(V (&raw)[K], V* stage, int lane) {
   if constexpr (kSpans && K > 1) {
 #pragma unroll
-    for (int v = 0; v < K; ++v) stage[v * kWarpLanes + lane] = raw[v];
+    for (int v = 0; v < K; ++v) stage[stage_slot<K>(v * kWarpLanes + lane)] = raw[v];
     sync_warp();
 #pragma unroll
-    for (int v = 0; v < K; ++v) raw[v] = stage[lane * K + v];
+    for (int v = 0; v < K; ++v) raw[v] = stage[stage_slot<K>(lane * K + v)];
     sync_warp();  // (stage is free again)
   }
 }
@@ -62,10 +83,10 @@ template <bool kSpans, int K, class V>
 __device__ __forceinline__ void collect_runs(V (&run)[K], V* stage, int lane) {
   if constexpr (kSpans && K > 1) {
 #pragma unroll
-    for (int v = 0; v < K; ++v) stage[lane * K + v] = run[v];
+    for (int v = 0; v < K; ++v) stage[stage_slot<K>(lane * K + v)] = run[v];
     sync_warp();
 #pragma unroll
-    for (int v = 0; v < K; ++v) run[v] = stage[v * kWarpLanes + lane];
+    for (int v = 0; v < K; ++v) run[v] = stage[stage_slot<K>(v * kWarpLanes + lane)];
     sync_warp();
   }
 }
