@@ -90,8 +90,8 @@ class DecodeChapter : public Chapter {
                     "auto (default: vector where S = W-1 and D is a multiple of 16 bytes of "
                     "channels), vector or channel (a thread per channel, any shape)"),
         int_flag("--threads", &flags_.threads, 0, 512,
-                 "threads per block: 64, 128, 256 or 512 (default 0: 256 where that still gives "
-                 "every multiprocessor two blocks, then 128, else 64)"),
+                 "threads per block: 64, 128, 256 or 512 (default 0: 128 where that gives every "
+                 "multiprocessor two blocks, else 64)"),
         choice_flag("--pdl", &flags_.pdl, {"on", "off"},
                     "programmatic dependent launch: each step's blocks start while the step "
                     "before it finishes, and wait for it before reading anything but the filters "
