@@ -55,9 +55,11 @@ struct RowsResult {
 
 // The rows form of `p` (x, seq_idx, initial states) in layout l, with chapter 08's launch choices
 // `vectors` and `rows`; the x of time steps [start, start + len) only when len > 0, starting from
-// `init` instead of p.init (chunks).
+// `init` instead of p.init (chunks). `span_map`: give the forward room for a span map (channel-first
+// rows of a length the vector divides use it).
 RowsResult run_rows(const Options& o, const Packed& p, Layout l, int vectors, int rows,
-                    const HostArray* init = nullptr, int64_t start = 0, int64_t len = 0) {
+                    const HostArray* init = nullptr, int64_t start = 0, int64_t len = 0,
+                    bool span_map = true) {
   const bool cl = l == Layout::channel_last;
   const HostArray x_full = cl ? transposed(p.in.x, o.batch, o.dim, o.seqlen) : p.in.x;
   const int64_t L = len > 0 ? len : o.seqlen;
@@ -65,16 +67,20 @@ RowsResult run_rows(const Options& o, const Packed& p, Layout l, int vectors, in
   const HostArray& states = init ? *init : p.init;
   DeviceBuffer dx = upload(x), dw = upload(p.in.weight), db = upload(p.in.bias),
                dinit = upload(states), dseq = upload_vec(p.seq_idx), out(x.bytes()),
-               fin(size_t(o.batch * o.dim * (o.width - 1)) * dtype_bytes(o.dtype));
+               fin(size_t(o.batch * o.dim * (o.width - 1)) * dtype_bytes(o.dtype)),
+               spans(span_map ? span_map_bytes(o.batch, L) : 0);
   out.poison();
   fin.poison();
+  spans.poison();
   dispatch_storage(o.dtype, [&](auto tag) {
     using T = device_t<typename decltype(tag)::type>;
     const ch08::DirectArgs<T> a{dx.get<const T>(), dw.get<const T>(),
                                 o.bias ? db.get<const T>() : nullptr, out.get<T>(), o.batch,
                                 o.dim, L, o.silu};
-    const Forward<T> f = rows_forward(a, l, p.seq_idx.empty() ? nullptr : dseq.get<const int32_t>(),
-                                      states.empty() ? nullptr : dinit.get<const T>(), fin.get<T>());
+    const Forward<T> f = with_span_map(
+        rows_forward(a, l, p.seq_idx.empty() ? nullptr : dseq.get<const int32_t>(),
+                     states.empty() ? nullptr : dinit.get<const T>(), fin.get<T>()),
+        spans.get());
     launch_forward(f, o.width, vectors, rows, now);
   });
   GPU_CHECK(cudaDeviceSynchronize());
@@ -216,6 +222,28 @@ void expect_rows_covered_once(int64_t rows, int64_t len) {
                                     << ": output " << e % len << " of row " << e / len;
 }
 
+// The span map's arrays lie inside its workspace, apart, for every storage type's vectors.
+TEST(Ch10Host, SpanMapFitsItsWorkspace) {
+  for (int64_t batch : {1, 3, 8})
+    for (int64_t len : {4, 8, 12, 24, 4096})
+      for (int per : {4, 8}) {
+        if (len % per) continue;
+        const int64_t v = len / per;
+        const size_t bytes = span_map_bytes(batch, len);
+        std::vector<char> room(bytes);
+        char* base = room.data();
+        const SpanMap m = span_map_in(base, batch, v);
+        const char* list = reinterpret_cast<const char*>(m.list);
+        const char* counts = reinterpret_cast<const char*>(m.counts);
+        const char* spans = reinterpret_cast<const char*>(m.spans);
+        EXPECT_EQ(list, base);
+        EXPECT_GE(counts, list + batch * v * sizeof(int32_t));
+        EXPECT_GE(spans, counts + batch * sizeof(int32_t));
+        EXPECT_LE(spans + batch * v, base + bytes) << "B " << batch << " L " << len;
+        EXPECT_EQ(reinterpret_cast<uintptr_t>(counts) % alignof(int32_t), 0u);
+      }
+}
+
 TEST(Ch10Host, ChannelFirstRowsEveryOutputWrittenOnce) {
   for (int64_t len : {1, 2, 3, 5, 7, 8, 9, 11, 15, 16, 17, 23, 24, 25, 64, 67, 4096}) {
     expect_rows_covered_once<2, 8>(5, len);
@@ -238,6 +266,7 @@ TEST(Ch10Rows, MatchesReference) {
   Rng rng(1010);
   for (int trial = 0; trial < 60; ++trial) {
     Options o = random_options(rng, trial, trial % 5 == 0 ? 600 : 140);
+    if (trial % 3 == 0) o.seqlen = 8 * ceil_div(o.seqlen, int64_t(8));  // (the span map's rows)
     const std::string lens = random_lens_spec(rng, o.seqlen, true);
     const bool init = rng.range(0, 1) == 1;
     const PackSpec spec = spec_of(false, lens, init);
@@ -278,6 +307,33 @@ TEST(Ch10Rows, OneBatchManyShortSequencesWithStates) {
         expect_exact_zero_padding(o, p, r.out);
       }
     }
+}
+
+// Channel-first rows of a length the vector divides, with and without the span map: the map only
+// moves work between kernels (each vector's outputs by the same arithmetic), so the bits must not
+// change. Rows of a few long and many short sequences, padding, states or not, every dtype.
+TEST(Ch10Rows, SpanMapGivesTheSameBits) {
+  CONV1D_REQUIRE_GPU_OR_SKIP();
+  Rng rng(2026);
+  for (int trial = 0; trial < 30; ++trial) {
+    Options o = random_options(rng, trial, 400);
+    o.seqlen = 8 * rng.range(1, trial % 4 == 0 ? 64 : 12);
+    const std::string lens = random_lens_spec(rng, o.seqlen, true);
+    const bool init = rng.range(0, 1) == 1;
+    Packed p;
+    ASSERT_EQ(make_packed(o, spec_of(false, lens, init), &p), "") << describe(o, lens, init);
+    const int vectors = int(rng.range(1, 2));
+    SCOPED_TRACE(describe(o, lens, init) + " vectors " + std::to_string(vectors));
+    const RowsResult mapped = run_rows(o, p, Layout::channel_first, vectors, 8);
+    const RowsResult scanned =
+        run_rows(o, p, Layout::channel_first, vectors, 8, nullptr, 0, 0, /*span_map=*/false);
+    EXPECT_TRUE(same_bits(mapped.out, scanned.out)) << "outputs differ with the map";
+    EXPECT_TRUE(same_bits(mapped.final_states, scanned.final_states)) << "final states differ";
+    const VerifyReport out = verify("out", mapped.out, p.ref_rows, default_tolerance(o.dtype),
+                                    {o.batch, o.dim, o.seqlen});
+    EXPECT_TRUE(out.ok()) << out.summary() << "\n" << out.details();
+    if (!p.seq_idx.empty()) expect_exact_zero_padding(o, p, mapped.out);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -159,6 +159,7 @@ struct SharedFlags {
 
 struct OneSequencePerRow {
   static constexpr bool kPacked = false;
+  static constexpr bool kSpanMap = false;            // (chapter 10's span map: see cf_outputs)
   static constexpr bool kFewConfigurations = false;  // (see compiled() below)
   template <int W, int kOwn, int kAhead>
   __device__ __forceinline__ Span span(int64_t, int64_t lo) const {
@@ -397,7 +398,13 @@ __device__ __forceinline__ bool cf_outputs(const DirectArgs<T>& a, const Seqs& s
     for (int i = 0; i < kPer; ++i) y[i] = conv_output<W, false>(s.f, &win.v[i], 0, a.silu);
     return true;
   }
-  if constexpr (Seqs::kPacked) {
+  if constexpr (Seqs::kSpanMap) {
+    // (Chapter 10) spans from a map made before the kernel: a vector that is not full is padding,
+    // or another kernel's (chapter 10's cf_mixed_vectors).
+    if (span != Span::padding) return false;
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) y[i] = 0.0f;
+  } else if constexpr (Seqs::kPacked) {
     if (span == Span::padding) {
 #pragma unroll
       for (int i = 0; i < kPer; ++i) y[i] = 0.0f;
@@ -428,7 +435,7 @@ __device__ __forceinline__ Span cf_span(const DirectArgs<T>& a, const Seqs& seqs
   if (e0 >= a.elements()) return Span::full;
   if (!s.one_row) return Span::mixed;
   int64_t b = 0;  // (the batch only where packed sequences ask for it)
-  if constexpr (Seqs::kPacked) b = by_dim.div(by_len.div(e0));
+  if constexpr (Seqs::kPacked || Seqs::kSpanMap) b = by_dim.div(by_len.div(e0));
   return seqs.template span<W, kPer16<T>, 0>(b, s.t0);
 }
 

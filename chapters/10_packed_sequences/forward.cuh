@@ -9,6 +9,7 @@
 #include "chapters/08_direct_forward/cf_chunked.cuh"
 #include "chapters/08_direct_forward/cl_tiled.cuh"
 #include "chapters/10_packed_sequences/sequences.cuh"
+#include "chapters/10_packed_sequences/span_map.cuh"
 #include "common/tensor.h"
 
 namespace conv1d::ch10 {
@@ -22,6 +23,7 @@ struct Forward {
   Form form = Form::plain;
   PackedRows<T> rows{};
   Varlen<T> varlen{};
+  void* span_workspace = nullptr;  // channel-first rows: room for a span map (with_span_map)
 };
 
 // Chapter 08's forward, nothing else: the baseline a packed run is measured against.
@@ -68,6 +70,26 @@ Forward<T> varlen_forward(const ch08::DirectArgs<T>& a, const int32_t* cu_seqlen
   return f;
 }
 
+// The rows form with a span map (span_map.cuh) where it applies: channel-first rows whose length
+// is a multiple of the vector. `workspace`: span_map_bytes(B, L) bytes of device memory, which the
+// forward overwrites (one forward at a time per workspace).
+template <class T>
+Forward<T> with_span_map(Forward<T> f, void* workspace) {
+  f.span_workspace = workspace;
+  return f;
+}
+template <class T>
+bool uses_span_map(const Forward<T>& f) {
+  return f.form == Form::rows && f.layout == Layout::channel_first && f.span_workspace &&
+         f.conv.seqlen % kPer16<T> == 0;
+}
+// The map of a forward that uses one (its arrays null without seq_idx: then none is made).
+template <class T>
+SpanMap span_map_of(const Forward<T>& f) {
+  if (!uses_span_map(f) || !f.rows.seq_idx) return SpanMap{};
+  return span_map_in(f.span_workspace, f.conv.batch, f.conv.seqlen / kPer16<T>);
+}
+
 // The channel-last access chapter 10's kernels are compiled for (ch08::compiled): 16 bytes where D
 // allows it, else one element.
 template <class T>
@@ -87,19 +109,22 @@ inline bool overlap(const void* a, size_t a_bytes, const void* b, size_t b_bytes
   return a && b && pa < pb + b_bytes && pb < pa + a_bytes;
 }
 
-// Does the forward take cf_row_edges after the convolution? (Channel-first rows: chapter 08's
-// kernel leaves each row's first vector, and any vector across rows, to it.)
+// Does the forward take a second kernel after the convolution? (Channel-first rows: chapter 08's
+// kernel leaves each row's first vector, and any vector across rows, to cf_row_edges; with a span
+// map, every vector that is not full or padding to cf_mixed_vectors.)
 template <class T>
 bool has_row_edges(const Forward<T>& f) {
   return f.form == Form::rows && f.layout == Layout::channel_first;
 }
 
-// The convolution of a forward, and cf_row_edges (forward_kernels.cuh; compiled once per storage
-// type in the chapter's kernel library, the chapter and its tests link it). With `facts`,
-// run_forward only describes the convolution.
+// The convolution of a forward, the span map before it and cf_row_edges or cf_mixed_vectors after
+// it (forward_kernels.cuh; compiled once per storage type in the chapter's kernel library, the
+// chapter and its tests link it). With `facts`, run_forward only describes the convolution.
 template <class T>
 void run_forward(const Forward<T>& f, int width, int vectors, int rows, cudaStream_t s,
                  KernelFacts* facts);
+template <class T>
+void run_span_map(const Forward<T>& f, int width, cudaStream_t s);
 template <class T>
 void run_row_edges(const Forward<T>& f, int width, cudaStream_t s);
 extern template void run_forward<float>(const Forward<float>&, int, int, int, cudaStream_t,
@@ -108,6 +133,9 @@ extern template void run_forward<__half>(const Forward<__half>&, int, int, int, 
                                          KernelFacts*);
 extern template void run_forward<__nv_bfloat16>(const Forward<__nv_bfloat16>&, int, int, int,
                                                 cudaStream_t, KernelFacts*);
+extern template void run_span_map<float>(const Forward<float>&, int, cudaStream_t);
+extern template void run_span_map<__half>(const Forward<__half>&, int, cudaStream_t);
+extern template void run_span_map<__nv_bfloat16>(const Forward<__nv_bfloat16>&, int, cudaStream_t);
 extern template void run_row_edges<float>(const Forward<float>&, int, cudaStream_t);
 extern template void run_row_edges<__half>(const Forward<__half>&, int, cudaStream_t);
 extern template void run_row_edges<__nv_bfloat16>(const Forward<__nv_bfloat16>&, int, cudaStream_t);
@@ -126,9 +154,12 @@ void launch_forward(const Forward<T>& f, int width, int vectors, int rows, Recor
           "is the one updated in place)");
   }
   if (facts) return run_forward(f, width, vectors, rows, s, facts);
+  if (span_map_of(f).spans) record("make_span_map", [&] { run_span_map(f, width, s); });
   record(f.layout == Layout::channel_last ? "conv_fwd_cl_tiled" : "conv_fwd_cf_chunked",
          [&] { run_forward(f, width, vectors, rows, s, nullptr); });
-  if (has_row_edges(f)) record("cf_row_edges", [&] { run_row_edges(f, width, s); });
+  if (has_row_edges(f))
+    record(uses_span_map(f) ? "cf_mixed_vectors" : "cf_row_edges",
+           [&] { run_row_edges(f, width, s); });
 }
 
 }  // namespace conv1d::ch10

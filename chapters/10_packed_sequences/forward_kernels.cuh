@@ -5,6 +5,7 @@
 
 #include "chapters/08_direct_forward/cf_chunked.cuh"
 #include "chapters/08_direct_forward/cl_tiled.cuh"
+#include "chapters/10_packed_sequences/cf_mixed_vectors.cuh"
 #include "chapters/10_packed_sequences/cf_row_edges.cuh"
 #include "chapters/10_packed_sequences/forward.cuh"
 
@@ -24,6 +25,9 @@ void run_forward(const Forward<T>& f, int width, int vectors, int rows, cudaStre
     case Form::rows:
       if (f.layout == Layout::channel_last)
         ch08::launch_cl_tiled(f.conv, width, rows, access, s, facts, f.rows);
+      else if (uses_span_map(f))
+        ch08::launch_cf_chunked(f.conv, width, vectors, s, facts,
+                                RowSpans{span_map_of(f).spans, f.conv.seqlen / kPer16<T>});
       else
         ch08::launch_cf_chunked(f.conv, width, vectors, s, facts, f.rows);
       break;
@@ -34,8 +38,18 @@ void run_forward(const Forward<T>& f, int width, int vectors, int rows, cudaStre
 }
 
 template <class T>
+void run_span_map(const Forward<T>& f, int width, cudaStream_t s) {
+  if (const SpanMap m = span_map_of(f); m.spans)
+    launch_make_span_map(f.conv.batch, width, f.rows, m, s);
+}
+
+template <class T>
 void run_row_edges(const Forward<T>& f, int width, cudaStream_t s) {
-  if (has_row_edges(f)) launch_cf_row_edges(f.conv, width, f.rows, s);
+  if (!has_row_edges(f)) return;
+  if (uses_span_map(f))
+    launch_cf_mixed_vectors(f.conv, width, f.rows, span_map_of(f), s);
+  else
+    launch_cf_row_edges(f.conv, width, f.rows, s);
 }
 
 }  // namespace conv1d::ch10

@@ -13,9 +13,11 @@
 // vector, whether every output there counts all its taps (almost everywhere: the plain path), and
 // only near a sequence's edges do they look at each position. A packed forward is one launch, and in
 // channel-first rows a second, small one for each row's first outputs and final states
-// (cf_row_edges.cuh); a packed backward is the kernel and chapter 09's fixed-order sum of the
-// weight gradients, with the states' gradients (dinitial_states, and dfinal_states coming back in)
-// handled by the same launch.
+// (cf_row_edges.cuh); where the rows' length is a multiple of the vector, a span map made once per
+// batch row before the convolution (span_map.cuh) tells it each vector's span, and the second
+// launch computes every vector that is not full (cf_mixed_vectors.cuh). A packed backward is the
+// kernel and chapter 09's fixed-order sum of the weight gradients, with the states' gradients
+// (dinitial_states, and dfinal_states coming back in) handled by the same launch.
 // Chapter 08's and 09's kernels on the same x without packing (*_plain) measure what it costs. As in
 // chapters 08 and 09 the tensors stay on the device and a timed run is the kernels alone.
 #include <algorithm>
@@ -43,6 +45,7 @@ struct Flags {
   std::string seq_lens = "random:8";
   bool initial_states = false;
   int64_t chunks = 1;
+  std::string span_map = "on";
 };
 
 // One measured variant.
@@ -102,7 +105,11 @@ class PackedChapter : public Chapter {
         int_flag("--chunks", &flags_.chunks, 1, 64,
                  "also run the rows form as K chunks that pass their states on (the backward "
                  "passes their gradients back), and check it against the one-pass run bit for bit "
-                 "(needs --seq-lens none; default 1)")};
+                 "(needs --seq-lens none; default 1)"),
+        choice_flag("--span-map", &flags_.span_map, {"on", "off"},
+                    "channel-first rows whose length is a multiple of the vector: decide each "
+                    "vector's span once per batch row, before the convolution (on: default), or "
+                    "in the convolution, by every channel (off)")};
   }
 
   std::string check(const Options& o) override {
@@ -264,7 +271,7 @@ class PackedChapter : public Chapter {
   std::vector<Step> steps_;
   Options opt_;
   Packed pk_;
-  DeviceBuffer weight_, bias_, init_, final_, seq_idx_, cu_, slots_, cache_, cache0_;
+  DeviceBuffer weight_, bias_, init_, final_, seq_idx_, cu_, slots_, cache_, cache0_, spans_;
   DeviceBuffer dfinal_rows_, dinit_, dfinal_cache_, dstates_, dstates0_, partials_, dweight_,
       dbias_;
   Tensors first_, last_;
@@ -328,6 +335,8 @@ void PackedChapter::upload() {
   init_ = to_device(pk_.init);
   final_ = DeviceBuffer(size_t(states * dtype_bytes(o.dtype)));
   seq_idx_ = to_device(pk_.seq_idx);
+  if (flags_.span_map == "on" && rows() && wants(Layout::channel_first))
+    spans_ = DeviceBuffer(span_map_bytes(o.batch, o.seqlen));
   dweight_ = DeviceBuffer(size_t(o.dim * o.width) * sizeof(float));
   dbias_ = DeviceBuffer(size_t(o.dim) * sizeof(float));
   if (backward()) {
@@ -400,18 +409,19 @@ Forward<T> PackedChapter::plan(const Step& st, int64_t chunk) {
       return varlen_forward(a, cu_.get<const int32_t>(), static_cast<int32_t>(pk_.lens.size()),
                             slots_.get<const int32_t>(), cache_.get<T>(), flags_.initial_states);
     case Step::packed:
-      return rows_forward(a, st.layout,
-                          pk_.seq_idx.empty() ? nullptr : seq_idx_.get<const int32_t>(), init,
-                          final_.get<T>());
+      return with_span_map(
+          rows_forward(a, st.layout, pk_.seq_idx.empty() ? nullptr : seq_idx_.get<const int32_t>(),
+                       init, final_.get<T>()),
+          spans_.get());
     case Step::chunks:
     default: {  // chunk k: its own x and out, the final states of chunk k-1 (the first: the initial)
       Chunk& c = t.chunks[chunk];
       a.x = c.x.get<const T>();
       a.out = c.out.get<T>();
       a.seqlen = pk_.chunk_lens[chunk];
-      return rows_forward(a, st.layout, nullptr,
-                          chunk > 0 ? t.chunks[chunk - 1].states.get<const T>() : init,
-                          c.states.get<T>());
+      const T* from = chunk > 0 ? t.chunks[chunk - 1].states.get<const T>() : init;
+      return with_span_map(rows_forward(a, st.layout, nullptr, from, c.states.get<T>()),
+                           spans_.get());
     }
   }
 }
