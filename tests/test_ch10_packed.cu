@@ -229,18 +229,14 @@ TEST(Ch10Host, SpanMapFitsItsWorkspace) {
       for (int per : {4, 8}) {
         if (len % per) continue;
         const int64_t v = len / per;
-        const size_t bytes = span_map_bytes(batch, len);
-        std::vector<char> room(bytes);
-        char* base = room.data();
-        const SpanMap m = span_map_in(base, batch, v);
-        const char* list = reinterpret_cast<const char*>(m.list);
-        const char* counts = reinterpret_cast<const char*>(m.counts);
+        std::vector<char> room(span_map_bytes(batch, len));
+        const SpanMap m = span_map_in(room.data(), batch, v);
+        const char* flags = reinterpret_cast<const char*>(m.flags);
         const char* spans = reinterpret_cast<const char*>(m.spans);
-        EXPECT_EQ(list, base);
-        EXPECT_GE(counts, list + batch * v * sizeof(int32_t));
-        EXPECT_GE(spans, counts + batch * sizeof(int32_t));
-        EXPECT_LE(spans + batch * v, base + bytes) << "B " << batch << " L " << len;
-        EXPECT_EQ(reinterpret_cast<uintptr_t>(counts) % alignof(int32_t), 0u);
+        EXPECT_EQ(flags, room.data());
+        EXPECT_GE(spans, flags + batch * v * kMapFlagWords * sizeof(uint32_t));
+        EXPECT_LE(spans + batch * v, room.data() + room.size()) << "B " << batch << " L " << len;
+        EXPECT_EQ(m.vectors_per_row, v);
       }
 }
 

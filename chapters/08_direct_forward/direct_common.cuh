@@ -159,7 +159,7 @@ struct SharedFlags {
 
 struct OneSequencePerRow {
   static constexpr bool kPacked = false;
-  static constexpr bool kSpanMap = false;            // (chapter 10's span map: see cf_outputs)
+  static constexpr bool kSpanMap = false;  // (chapter 10: spans and flags from a map in memory)
   static constexpr bool kFewConfigurations = false;  // (see compiled() below)
   template <int W, int kOwn, int kAhead>
   __device__ __forceinline__ Span span(int64_t, int64_t lo) const {
@@ -398,13 +398,7 @@ __device__ __forceinline__ bool cf_outputs(const DirectArgs<T>& a, const Seqs& s
     for (int i = 0; i < kPer; ++i) y[i] = conv_output<W, false>(s.f, &win.v[i], 0, a.silu);
     return true;
   }
-  if constexpr (Seqs::kSpanMap) {
-    // (Chapter 10) spans from a map made before the kernel: a vector that is not full is padding,
-    // or another kernel's (chapter 10's cf_mixed_vectors).
-    if (span != Span::padding) return false;
-#pragma unroll
-    for (int i = 0; i < kPer; ++i) y[i] = 0.0f;
-  } else if constexpr (Seqs::kPacked) {
+  if constexpr (Seqs::kPacked || Seqs::kSpanMap) {
     if (span == Span::padding) {
 #pragma unroll
       for (int i = 0; i < kPer; ++i) y[i] = 0.0f;

@@ -83,11 +83,17 @@ bool uses_span_map(const Forward<T>& f) {
   return f.form == Form::rows && f.layout == Layout::channel_first && f.span_workspace &&
          f.conv.seqlen % kPer16<T> == 0;
 }
-// The map of a forward that uses one (its arrays null without seq_idx: then none is made).
+// The map of a forward that uses one (its arrays null without seq_idx: then none is made), and
+// the convolution's view of it.
 template <class T>
 SpanMap span_map_of(const Forward<T>& f) {
   if (!uses_span_map(f) || !f.rows.seq_idx) return SpanMap{};
   return span_map_in(f.span_workspace, f.conv.batch, f.conv.seqlen / kPer16<T>);
+}
+template <class T>
+RowSpans row_spans(const Forward<T>& f) {
+  const SpanMap m = span_map_of(f);
+  return RowSpans{m.spans, m.flags, m.vectors_per_row};
 }
 
 // The channel-last access chapter 10's kernels are compiled for (ch08::compiled): 16 bytes where D
@@ -111,14 +117,13 @@ inline bool overlap(const void* a, size_t a_bytes, const void* b, size_t b_bytes
 
 // Does the forward take a second kernel after the convolution? (Channel-first rows: chapter 08's
 // kernel leaves each row's first vector, and any vector across rows, to cf_row_edges; with a span
-// map, every vector that is not full or padding to cf_mixed_vectors.)
+// map, each row's first vector to cf_row_heads.)
 template <class T>
 bool has_row_edges(const Forward<T>& f) {
   return f.form == Form::rows && f.layout == Layout::channel_first;
 }
 
-// The convolution of a forward, the span map before it and cf_row_edges or cf_mixed_vectors after
-// it (forward_kernels.cuh; compiled once per storage type in the chapter's kernel library, the
+// The convolution of a forward, the span map before it and cf_row_edges or cf_row_heads after it (forward_kernels.cuh; compiled once per storage type in the chapter's kernel library, the
 // chapter and its tests link it). With `facts`, run_forward only describes the convolution.
 template <class T>
 void run_forward(const Forward<T>& f, int width, int vectors, int rows, cudaStream_t s,
@@ -158,7 +163,7 @@ void launch_forward(const Forward<T>& f, int width, int vectors, int rows, Recor
   record(f.layout == Layout::channel_last ? "conv_fwd_cl_tiled" : "conv_fwd_cf_chunked",
          [&] { run_forward(f, width, vectors, rows, s, nullptr); });
   if (has_row_edges(f))
-    record(uses_span_map(f) ? "cf_mixed_vectors" : "cf_row_edges",
+    record(uses_span_map(f) ? "cf_row_heads" : "cf_row_edges",
            [&] { run_row_edges(f, width, s); });
 }
 

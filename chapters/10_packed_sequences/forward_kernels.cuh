@@ -5,8 +5,8 @@
 
 #include "chapters/08_direct_forward/cf_chunked.cuh"
 #include "chapters/08_direct_forward/cl_tiled.cuh"
-#include "chapters/10_packed_sequences/cf_mixed_vectors.cuh"
 #include "chapters/10_packed_sequences/cf_row_edges.cuh"
+#include "chapters/10_packed_sequences/cf_row_heads.cuh"
 #include "chapters/10_packed_sequences/forward.cuh"
 
 namespace conv1d::ch10 {
@@ -26,8 +26,7 @@ void run_forward(const Forward<T>& f, int width, int vectors, int rows, cudaStre
       if (f.layout == Layout::channel_last)
         ch08::launch_cl_tiled(f.conv, width, rows, access, s, facts, f.rows);
       else if (uses_span_map(f))
-        ch08::launch_cf_chunked(f.conv, width, vectors, s, facts,
-                                RowSpans{span_map_of(f).spans, f.conv.seqlen / kPer16<T>});
+        ch08::launch_cf_chunked(f.conv, width, vectors, s, facts, row_spans(f));
       else
         ch08::launch_cf_chunked(f.conv, width, vectors, s, facts, f.rows);
       break;
@@ -47,7 +46,7 @@ template <class T>
 void run_row_edges(const Forward<T>& f, int width, cudaStream_t s) {
   if (!has_row_edges(f)) return;
   if (uses_span_map(f))
-    launch_cf_mixed_vectors(f.conv, width, f.rows, span_map_of(f), s);
+    launch_cf_row_heads(f.conv, width, f.rows, s);
   else
     launch_cf_row_edges(f.conv, width, f.rows, s);
 }

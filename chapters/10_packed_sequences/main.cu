@@ -14,10 +14,10 @@
 // only near a sequence's edges do they look at each position. A packed forward is one launch, and in
 // channel-first rows a second, small one for each row's first outputs and final states
 // (cf_row_edges.cuh); where the rows' length is a multiple of the vector, a span map made once per
-// batch row before the convolution (span_map.cuh) tells it each vector's span, and the second
-// launch computes every vector that is not full (cf_mixed_vectors.cuh). A packed backward is the
-// kernel and chapter 09's fixed-order sum of the weight gradients, with the states' gradients
-// (dinitial_states, and dfinal_states coming back in) handled by the same launch.
+// batch row before the convolution (span_map.cuh) tells it each vector's span and flags, and the
+// second launch takes only the rows' first vectors and final states (cf_row_heads.cuh). A packed
+// backward is the kernel and chapter 09's fixed-order sum of the weight gradients, with the states'
+// gradients (dinitial_states, and dfinal_states coming back in) handled by the same launch.
 // Chapter 08's and 09's kernels on the same x without packing (*_plain) measure what it costs. As in
 // chapters 08 and 09 the tensors stay on the device and a timed run is the kernels alone.
 #include <algorithm>
@@ -708,8 +708,20 @@ MeasuredVariant PackedChapter::variant(const Step& st) {
   m.kernels = {{kernel, flops, tensor_bytes + params + (plain ? 0 : ids + states)}};
   if (!st.backward && !plain && !var && st.layout == Layout::channel_first) {
     // Channel-first rows: the rows' edges and final states in a kernel of their own, after the
-    // convolution (cf_row_edges.cuh); the states are its bytes, the rest the convolution's.
-    m.kernels = {{kernel, flops, tensor_bytes + params + ids}, {"cf_row_edges", 0, states}};
+    // convolution (cf_row_edges.cuh, or cf_row_heads.cuh with a span map); the states are its
+    // bytes, the rest the convolution's, but the ids: with a span map, make_span_map's.
+    const int per = 16 / int(dtype_bytes(o.dtype));
+    auto mapped = [&](int64_t len) { return flags_.span_map == "on" && len % per == 0; };
+    bool map_all = mapped(o.seqlen), map_none = !map_all;
+    if (st.kind == Step::chunks) {
+      map_all = std::all_of(pk_.chunk_lens.begin(), pk_.chunk_lens.end(), mapped);
+      map_none = std::none_of(pk_.chunk_lens.begin(), pk_.chunk_lens.end(), mapped);
+    }
+    const bool map_ids = map_all && !pk_.seq_idx.empty();  // (chunks run without seq_idx)
+    m.kernels = {{kernel, flops, tensor_bytes + params + (map_ids ? 0 : ids)}};
+    if (map_ids) m.kernels.push_back({"make_span_map", 0, ids});
+    if (!map_none) m.kernels.push_back({"cf_row_heads", 0, states});
+    if (!map_all) m.kernels.push_back({"cf_row_edges", 0, states});
     m.whole_run_name = "whole forward";
     m.whole_run_bytes = tensor_bytes + params + ids + states;
   }
