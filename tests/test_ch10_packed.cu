@@ -55,8 +55,8 @@ struct RowsResult {
 
 // The rows form of `p` (x, seq_idx, initial states) in layout l, with chapter 08's launch choices
 // `vectors` and `rows`; the x of time steps [start, start + len) only when len > 0, starting from
-// `init` instead of p.init (chunks). `span_map`: give the forward room for a span map (channel-first
-// rows of a length the vector divides use it).
+// `init` instead of p.init (chunks). `span_map`: give the forward room for a span map
+// (channel-first rows of a length the vector divides use it).
 RowsResult run_rows(const Options& o, const Packed& p, Layout l, int vectors, int rows,
                     const HostArray* init = nullptr, int64_t start = 0, int64_t len = 0,
                     bool span_map = true) {

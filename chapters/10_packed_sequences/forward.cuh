@@ -123,7 +123,8 @@ bool has_row_edges(const Forward<T>& f) {
   return f.form == Form::rows && f.layout == Layout::channel_first;
 }
 
-// The convolution of a forward, the span map before it and cf_row_edges or cf_row_heads after it (forward_kernels.cuh; compiled once per storage type in the chapter's kernel library, the
+// The convolution of a forward, the span map before it and cf_row_edges or cf_row_heads after it
+// (forward_kernels.cuh; compiled once per storage type in the chapter's kernel library, the
 // chapter and its tests link it). With `facts`, run_forward only describes the convolution.
 template <class T>
 void run_forward(const Forward<T>& f, int width, int vectors, int rows, cudaStream_t s,

@@ -46,7 +46,7 @@ inline SpanMap span_map_in(void* workspace, int64_t batch, int64_t vectors_per_r
 
 // [docs:ch10_span_map]
 // The sequence policy of chapter 08's cf_chunked over a span map: the vector at position lo of row
-// b (lo a multiple of its size N) is full, padding or mixed, and a mixed one's flags are in the map.
+// b (lo a multiple of its size) is full, padding or mixed, and a mixed one's flags are in the map.
 struct RowSpans {
   static constexpr bool kPacked = false, kSpanMap = true, kFewConfigurations = true;
   const uint8_t* spans = nullptr;  // [B, V], or nullptr: no seq_idx
