@@ -117,6 +117,21 @@ std::string random_lens_spec(Rng& rng, int64_t seqlen, bool allow_none) {
   }
 }
 
+// A random rows case on the span map's path: L a multiple of 8 (every dtype's vector), up to 8 *
+// `most` vectors every fourth trial and 8 * `usually` otherwise, a random packing, states or not.
+struct SpanMapCase {
+  Options o;
+  std::string lens;
+  bool init;
+};
+SpanMapCase span_map_case(Rng& rng, int trial, int64_t most, int64_t usually) {
+  SpanMapCase c{random_options(rng, trial, 400), "", false};
+  c.o.seqlen = 8 * rng.range(1, trial % 4 == 0 ? most : usually);
+  c.lens = random_lens_spec(rng, c.o.seqlen, true);
+  c.init = rng.range(0, 1) == 1;
+  return c;
+}
+
 void expect_exact_zero_padding(const Options& o, const Packed& p, const HostArray& out_cf) {
   for (int64_t b = 0; b < o.batch; ++b)
     for (int64_t t = 0; t < o.seqlen; ++t)
@@ -312,10 +327,7 @@ TEST(Ch10Rows, SpanMapGivesTheSameBits) {
   CONV1D_REQUIRE_GPU_OR_SKIP();
   Rng rng(2026);
   for (int trial = 0; trial < 30; ++trial) {
-    Options o = random_options(rng, trial, 400);
-    o.seqlen = 8 * rng.range(1, trial % 4 == 0 ? 64 : 12);
-    const std::string lens = random_lens_spec(rng, o.seqlen, true);
-    const bool init = rng.range(0, 1) == 1;
+    const auto [o, lens, init] = span_map_case(rng, trial, 64, 12);
     Packed p;
     ASSERT_EQ(make_packed(o, spec_of(false, lens, init), &p), "") << describe(o, lens, init);
     const int vectors = int(rng.range(1, 2));
@@ -480,9 +492,11 @@ void run_backward(Backward<T> b, int width, BwdChoices c, Grads* g) {
 
 // The rows form's backward of `p` in layout l with launch choices c; the time steps [start,
 // start + len) only when len > 0, starting from `init` and receiving `dfinal` instead of p's.
+// `span_map`: give it room for a span map (channel-first rows of a length the vector divides use
+// it).
 Grads run_rows_backward(const Options& o, const Packed& p, Layout l, const BwdChoices& c,
                         const HostArray* init = nullptr, const std::vector<float>* dfinal = nullptr,
-                        int64_t start = 0, int64_t len = 0) {
+                        int64_t start = 0, int64_t len = 0, bool span_map = true) {
   const bool cl = l == Layout::channel_last;
   const int64_t L = len > 0 ? len : o.seqlen, S = o.width - 1;
   auto piece = [&](const HostArray& cf) {
@@ -496,8 +510,9 @@ Grads run_rows_backward(const Options& o, const Packed& p, Layout l, const BwdCh
   DeviceBuffer dx_in = upload(x), dg = upload(g), dw = upload(p.in.weight), db = upload(p.in.bias),
                dinit = upload(states), dseq = upload_vec(p.seq_idx), dfin_d = upload_vec(dfin),
                dx_out(x.bytes()), dinit_out(n_states * sizeof(float)),
-               dweight(size_t(o.dim * o.width) * sizeof(float)), dbias(size_t(o.dim) * sizeof(float));
-  for (DeviceBuffer* d : {&dx_out, &dinit_out, &dweight, &dbias}) d->poison();
+               dweight(size_t(o.dim * o.width) * sizeof(float)), dbias(size_t(o.dim) * sizeof(float)),
+               spans(span_map ? span_map_bytes(o.batch, L) : 0);
+  for (DeviceBuffer* d : {&dx_out, &dinit_out, &dweight, &dbias, &spans}) d->poison();
   Grads r;
   dispatch_storage(o.dtype, [&](auto tag) {
     using T = device_t<typename decltype(tag)::type>;
@@ -505,10 +520,12 @@ Grads run_rows_backward(const Options& o, const Packed& p, Layout l, const BwdCh
                              o.bias ? db.get<const T>() : nullptr, dx_out.get<T>(), nullptr,
                              dweight.get<float>(), dbias.get<float>(), o.batch, o.dim, L, o.silu,
                              false};
-    run_backward(rows_backward(a, l, p.seq_idx.empty() ? nullptr : dseq.get<const int32_t>(),
-                               states.empty() ? nullptr : dinit.get<const T>(),
-                               dfin.empty() ? nullptr : dfin_d.get<const float>(),
-                               dinit_out.get<float>()),
+    run_backward(with_span_map(rows_backward(a, l,
+                                             p.seq_idx.empty() ? nullptr : dseq.get<const int32_t>(),
+                                             states.empty() ? nullptr : dinit.get<const T>(),
+                                             dfin.empty() ? nullptr : dfin_d.get<const float>(),
+                                             dinit_out.get<float>()),
+                               spans.get()),
                  o.width, c, &r);
   });
   r.dx = HostArray(o.dtype, x.size());
@@ -549,6 +566,7 @@ TEST(Ch10RowsBackward, MatchesReference) {
   Rng rng(3030);
   for (int trial = 0; trial < 50; ++trial) {
     Options o = random_options(rng, trial, trial % 5 == 0 ? 600 : 140);
+    if (trial % 3 == 0) o.seqlen = 8 * ceil_div(o.seqlen, int64_t(8));  // (the span map's rows)
     const std::string lens = random_lens_spec(rng, o.seqlen, true);
     const bool init = rng.range(0, 1) == 1;
     const PackSpec spec = spec_of(false, lens, init, true);
@@ -569,8 +587,9 @@ TEST(Ch10RowsBackward, MatchesReference) {
 TEST(Ch10RowsBackward, OneBatchManyShortSequencesWithStates) {
   CONV1D_REQUIRE_GPU_OR_SKIP();
   for (Dtype t : {Dtype::fp32, Dtype::bf16})
-    for (int w : {2, 3, 4}) {
-      const Options o = shape_options(1, 64, 333, w, t, true, true, 50 + w);
+    for (int w : {2, 3, 4})
+    for (int64_t len : {333, 336}) {  // (336: the span map's rows)
+      const Options o = shape_options(1, 64, len, w, t, true, true, 50 + w);
       const std::string lens = "1,0,1,2,3,1,1,0,0,5,1,2,1,7,1,1,1,3,2,1,9,1,4,0,1";
       const PackSpec spec = spec_of(false, lens, true, true);
       Packed p;
@@ -582,6 +601,32 @@ TEST(Ch10RowsBackward, OneBatchManyShortSequencesWithStates) {
         expect_exact_zero_padding(o, p, r.dx);
       }
     }
+}
+
+// Channel-first rows of a length the vector divides, with and without the span map: the same
+// flags from memory instead of from the ids, so the same bits in every gradient (dweight and dbias
+// too: the same sums in the same order). States and their gradients or not, every dtype, widths
+// 2-4, up to 4 vectors a lane.
+TEST(Ch10RowsBackward, SpanMapGivesTheSameBits) {
+  CONV1D_REQUIRE_GPU_OR_SKIP();
+  Rng rng(2027);
+  for (int trial = 0; trial < 30; ++trial) {
+    const auto [o, lens, init] = span_map_case(rng, trial, 80, 16);
+    const PackSpec spec = spec_of(false, lens, init, true);
+    Packed p;
+    ASSERT_EQ(make_packed(o, spec, &p), "") << describe(o, lens, init);
+    const BwdChoices c = random_choices(rng, o.dtype);
+    SCOPED_TRACE(describe(o, lens, init) + " vectors " + std::to_string(c.vectors));
+    const Grads mapped = run_rows_backward(o, p, Layout::channel_first, c);
+    const Grads scanned = run_rows_backward(o, p, Layout::channel_first, c, nullptr, nullptr, 0,
+                                            0, /*span_map=*/false);
+    EXPECT_TRUE(same_bits(mapped.dx, scanned.dx)) << "dx differs with the map";
+    EXPECT_TRUE(same_bits(mapped.dstates, scanned.dstates)) << "dinitial_states differ";
+    EXPECT_TRUE(same_bits(mapped.dweight, scanned.dweight)) << "dweight differs with the map";
+    EXPECT_TRUE(same_bits(mapped.dbias, scanned.dbias)) << "dbias differs with the map";
+    expect_gradients(o, p.grad_rows, mapped, {o.batch, o.dim, o.seqlen}, "dinitial_states");
+    if (!p.seq_idx.empty()) expect_exact_zero_padding(o, p, mapped.dx);
+  }
 }
 
 // Chunked training: the chunks run last to first, each receiving the next one's initial states'

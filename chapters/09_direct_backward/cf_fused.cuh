@@ -125,6 +125,8 @@ __global__ void conv_bwd_cf(BwdArgs<T> a, FastDivmod by_chunks, FastDivmod by_di
       if constexpr (!kFull) {
         if (span == Span::full) {
           fl = TokenFlags<kPer + W - 1>::filled(kAllTaps<W>);
+        } else if constexpr (Seqs::kSpanMap) {  // (a map in memory holds them, edges' bits too)
+          fl = sq.template vector_flags<W, kPer + W - 1>(b, p0);
         } else if (p0 >= W - 1 && !sq.near_final(p0 + kPer + W - 1, W)) {  // inline: no edges
           fl = sq.template vector_flags<W, kPer + W - 1>(b, p0);
         } else {  // (out of line: a row's first or last vectors)

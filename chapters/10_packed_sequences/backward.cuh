@@ -1,5 +1,6 @@
 // Chapter 10: a packed backward is chapter 09's kernel (cf_fused or cl_tiled) with a sequence policy
-// (sequences.cuh), then chapter 09's reduce_partials for dweight and dbias, summed in a fixed
+// (sequences.cuh; in channel-first rows of a length the vector divides, a span map made before it:
+// span_map.cuh), then chapter 09's reduce_partials for dweight and dbias, summed in a fixed
 // order. What each form hands to the kernel, and the launches; the chapter and its tests both go
 // through here.
 #pragma once
@@ -21,6 +22,7 @@ struct Backward {
   Form form = Form::plain;
   PackedRows<T> rows{};
   Varlen<T> varlen{};
+  void* span_workspace = nullptr;  // channel-first rows: room for a span map (with_span_map)
 };
 
 // Chapter 09's backward, nothing else.
@@ -72,6 +74,35 @@ Backward<T> varlen_backward(const ch09::BwdArgs<T>& a, const int32_t* cu_seqlens
   return b;
 }
 
+// The rows form with a span map (span_map.cuh) where it applies: channel-first rows whose length
+// is a (non-zero) multiple of the vector. `workspace`: span_map_bytes(B, L) bytes of device memory,
+// which the backward overwrites (one pass at a time per workspace).
+template <class T>
+Backward<T> with_span_map(Backward<T> b, void* workspace) {
+  b.span_workspace = workspace;
+  return b;
+}
+template <class T>
+bool uses_span_map(const Backward<T>& b) {
+  return b.form == Form::rows && b.layout == Layout::channel_first && b.span_workspace &&
+         b.args.seqlen > 0 && b.args.seqlen % kPer16<T> == 0;
+}
+template <class T>
+SpanMap span_map_of(const Backward<T>& b) {
+  if (!uses_span_map(b)) return SpanMap{};
+  return span_map_in(b.span_workspace, b.args.batch, b.args.seqlen / kPer16<T>);
+}
+template <class T>
+RowSpansBwd<T> row_spans(const Backward<T>& b) {
+  const SpanMap m = span_map_of(b);
+  RowSpansBwd<T> r;
+  static_cast<PackedRows<T>&>(r) = b.rows;
+  r.spans = m.spans;
+  r.flags = m.flags;
+  r.vectors_per_row = m.vectors_per_row;
+  return r;
+}
+
 // Chapter 09's launch choices for this shape: vectors per lane (channel-first) or time steps per
 // lane (channel-last).
 // (The channel-last access is chapter 09's default where D allows it, else one element: what
@@ -102,7 +133,8 @@ inline int64_t partial_floats(const ch09::PartialLayout& l, int64_t dim, int wid
   return l.count1 * l.count2 * dim * (width + 1);
 }
 
-// The kernel of a backward (backward_kernels.cuh), and chapter 09's reduce_partials (reduce.cu):
+// The kernel of a backward and the span map before it (backward_kernels.cuh), and chapter 09's
+// reduce_partials (reduce.cu):
 // compiled once in the chapter's kernel library, which the chapter and its tests link.
 template <class T>
 void run_backward(const Backward<T>& b, int width, const BwdChoices& c, cudaStream_t s,
@@ -113,6 +145,12 @@ extern template void run_backward<__half>(const Backward<__half>&, int, const Bw
                                           cudaStream_t, KernelFacts*);
 extern template void run_backward<__nv_bfloat16>(const Backward<__nv_bfloat16>&, int,
                                                  const BwdChoices&, cudaStream_t, KernelFacts*);
+template <class T>
+void run_span_map(const Backward<T>& b, int width, cudaStream_t s);
+extern template void run_span_map<float>(const Backward<float>&, int, cudaStream_t);
+extern template void run_span_map<__half>(const Backward<__half>&, int, cudaStream_t);
+extern template void run_span_map<__nv_bfloat16>(const Backward<__nv_bfloat16>&, int,
+                                                 cudaStream_t);
 void run_reduce(const float* partials, const ch09::PartialLayout& l, int64_t dim, int width,
                 float* dweight, float* dbias, cudaStream_t s);
 
@@ -121,6 +159,7 @@ template <class T, class Record>
 void launch_backward(const Backward<T>& b, int width, const BwdChoices& c, Record&& record,
                      cudaStream_t s = 0, KernelFacts* facts = nullptr) {
   if (facts) return run_backward(b, width, c, s, facts);
+  if (uses_span_map(b)) record("make_span_map", [&] { run_span_map(b, width, s); });
   record(b.layout == Layout::channel_last ? "conv_bwd_cl" : "conv_bwd_cf",
          [&] { run_backward(b, width, c, s, nullptr); });
   if (b.args.atomic) return;

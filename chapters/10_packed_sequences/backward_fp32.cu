@@ -4,4 +4,5 @@
 namespace conv1d::ch10 {
 template void run_backward<float>(const Backward<float>&, int, const BwdChoices&, cudaStream_t,
                                KernelFacts*);
+template void run_span_map<float>(const Backward<float>&, int, cudaStream_t);
 }  // namespace conv1d::ch10

@@ -21,6 +21,8 @@ void run_backward(const Backward<T>& b, int width, const BwdChoices& c, cudaStre
     case Form::rows:
       if (cl)
         ch09::launch_cl_bwd(b.args, width, c.rows, c.access_bytes, s, facts, b.rows);
+      else if (uses_span_map(b))
+        ch09::launch_cf_bwd(b.args, width, c.vectors, s, facts, row_spans(b));
       else
         ch09::launch_cf_bwd(b.args, width, c.vectors, s, facts, b.rows);
       break;
@@ -28,6 +30,12 @@ void run_backward(const Backward<T>& b, int width, const BwdChoices& c, cudaStre
       ch09::launch_cl_bwd(b.args, width, c.rows, c.access_bytes, s, facts, b.varlen);
       break;
   }
+}
+
+template <class T>
+void run_span_map(const Backward<T>& b, int width, cudaStream_t s) {
+  if (const SpanMap m = span_map_of(b); m.spans)
+    launch_make_span_map(b.args.batch, width, b.rows, m, s);
 }
 
 }  // namespace conv1d::ch10

@@ -17,7 +17,8 @@
 // batch row before the convolution (span_map.cuh) tells it each vector's span and flags, and the
 // second launch takes only the rows' first vectors and final states (cf_row_heads.cuh). A packed
 // backward is the kernel and chapter 09's fixed-order sum of the weight gradients, with the states'
-// gradients (dinitial_states, and dfinal_states coming back in) handled by the same launch.
+// gradients (dinitial_states, and dfinal_states coming back in) handled by the same launch; in
+// channel-first rows a span map made before it gives it every vector's flags, the edges' too.
 // Chapter 08's and 09's kernels on the same x without packing (*_plain) measure what it costs. As in
 // chapters 08 and 09 the tensors stay on the device and a timed run is the kernels alone.
 #include <algorithm>
@@ -108,8 +109,9 @@ class PackedChapter : public Chapter {
                  "(needs --seq-lens none; default 1)"),
         choice_flag("--span-map", &flags_.span_map, {"on", "off"},
                     "channel-first rows whose length is a multiple of the vector: decide each "
-                    "vector's span once per batch row, before the convolution (on: default), or "
-                    "in the convolution, by every channel (off)")};
+                    "vector's span and flags once per batch row, before the convolution (on: "
+                    "default; forward and backward), or in the convolution, by every channel "
+                    "(off)")};
   }
 
   std::string check(const Options& o) override {
@@ -451,9 +453,10 @@ Backward<T> PackedChapter::plan_backward(const Step& st, int64_t chunk) {
                              flags_.initial_states, dfinal_cache_.get<const float>(),
                              dstates_.get<float>());
     case Step::packed:
-      return rows_backward(a, st.layout,
-                           pk_.seq_idx.empty() ? nullptr : seq_idx_.get<const int32_t>(), init,
-                           dfinal_rows_.get<const float>(), dinit_.get<float>());
+      return with_span_map(
+          rows_backward(a, st.layout, pk_.seq_idx.empty() ? nullptr : seq_idx_.get<const int32_t>(),
+                        init, dfinal_rows_.get<const float>(), dinit_.get<float>()),
+          spans_.get());
     case Step::chunks:
     default: {
       Chunk& c = t.chunks[chunk];
@@ -464,10 +467,11 @@ Backward<T> PackedChapter::plan_backward(const Step& st, int64_t chunk) {
       a.dbias = c.db.get<float>();
       a.seqlen = pk_.chunk_lens[chunk];
       const bool last = chunk + 1 == int64_t(t.chunks.size());
-      return rows_backward(a, st.layout, nullptr, c.init.get<const T>(),
-                           last ? dfinal_rows_.get<const float>()
-                                : t.chunks[chunk + 1].dinit.get<const float>(),
-                           c.dinit.get<float>());
+      return with_span_map(rows_backward(a, st.layout, nullptr, c.init.get<const T>(),
+                                         last ? dfinal_rows_.get<const float>()
+                                              : t.chunks[chunk + 1].dinit.get<const float>(),
+                                         c.dinit.get<float>()),
+                           spans_.get());
     }
   }
 }
@@ -706,18 +710,24 @@ MeasuredVariant PackedChapter::variant(const Step& st) {
                 facts.registers, facts.local_bytes, facts.blocks_per_sm, facts.threads);
   m.intro = intro;
   m.kernels = {{kernel, flops, tensor_bytes + params + (plain ? 0 : ids + states)}};
-  if (!st.backward && !plain && !var && st.layout == Layout::channel_first) {
-    // Channel-first rows: the rows' edges and final states in a kernel of their own, after the
-    // convolution (cf_row_edges.cuh, or cf_row_heads.cuh with a span map); the states are its
-    // bytes, the rest the convolution's, but the ids: with a span map, make_span_map's.
-    const int per = 16 / int(dtype_bytes(o.dtype));
-    auto mapped = [&](int64_t len) { return flags_.span_map == "on" && len % per == 0; };
-    bool map_all = mapped(o.seqlen), map_none = !map_all;
+  // Channel-first rows whose length the vector divides use a span map (--span-map on): all of
+  // them, none, or (chunks) some.
+  const int per = 16 / int(dtype_bytes(o.dtype));
+  auto mapped = [&](int64_t len) { return flags_.span_map == "on" && len > 0 && len % per == 0; };
+  bool map_all = false, map_none = true;
+  if (!plain && !var && st.layout == Layout::channel_first) {
+    map_all = mapped(o.seqlen);
+    map_none = !map_all;
     if (st.kind == Step::chunks) {
       map_all = std::all_of(pk_.chunk_lens.begin(), pk_.chunk_lens.end(), mapped);
       map_none = std::none_of(pk_.chunk_lens.begin(), pk_.chunk_lens.end(), mapped);
     }
-    const bool map_ids = map_all && !pk_.seq_idx.empty();  // (chunks run without seq_idx)
+  }
+  const bool map_ids = map_all && !pk_.seq_idx.empty();  // (chunks run without seq_idx)
+  if (!st.backward && !plain && !var && st.layout == Layout::channel_first) {
+    // Channel-first rows: the rows' edges and final states in a kernel of their own, after the
+    // convolution (cf_row_edges.cuh, or cf_row_heads.cuh with a span map); the states are its
+    // bytes, the rest the convolution's, but the ids: with a span map, make_span_map's.
     m.kernels = {{kernel, flops, tensor_bytes + params + (map_ids ? 0 : ids)}};
     if (map_ids) m.kernels.push_back({"make_span_map", 0, ids});
     if (!map_none) m.kernels.push_back({"cf_row_heads", 0, states});
@@ -725,6 +735,9 @@ MeasuredVariant PackedChapter::variant(const Step& st) {
     m.whole_run_name = "whole forward";
     m.whole_run_bytes = tensor_bytes + params + ids + states;
   }
+  if (st.backward && !map_none)  // the span map's kernel reads the ids (if any), the rest as before
+    m.kernels = {{kernel, flops, tensor_bytes + params + states + (map_ids ? 0 : ids)},
+                 {"make_span_map", 0, map_ids ? ids : 0}};
   if (st.backward) {
     const double sums = double(o.dim) * (o.width + 1) * 4;
     m.kernels.push_back({"reduce_partials", 0, sums});  // (its partials not counted: see docs)

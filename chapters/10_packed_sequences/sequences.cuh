@@ -411,15 +411,16 @@ struct PackedRows {
   // The initial states' gradient of row b, channel d, from dz at the row's first positions (dz[t]
   // for t < W-1, `flags_at(t)` their flags): output t's window reaches before t = 0 when it
   // reaches t = 0 itself (tap W-1-t), since the inputs before 0 belong to the sequence at 0.
-  template <int W, class FlagsAt>
+  // (kLongRow: the row is at least W-1 long, so nothing comes straight from the final states.)
+  template <int W, bool kLongRow = false, class FlagsAt>
   __device__ __forceinline__ void row_dinit(int64_t b, int64_t d, const Filter<W>& f,
                                             const float* dz, FlagsAt&& flags_at) const {
     if (!dinitial_states) return;
 #pragma unroll
     for (int j = 0; j < W - 1; ++j)
       dinitial_states[(b * dim + d) * (W - 1) + j] = state_gradient<W>(
-          f, dz, j, final_to_initial<W>(b, d, j),
-          [&](int t) { return t < seqlen && (flags_at(t) >> (W - 1 - t) & 1u); });
+          f, dz, j, kLongRow ? 0.0f : final_to_initial<W>(b, d, j),
+          [&](int t) { return (kLongRow || t < seqlen) && (flags_at(t) >> (W - 1 - t) & 1u); });
   }
 
   // Channel-last tiles: the first tile of a row computes the row's initial states' gradient, its
