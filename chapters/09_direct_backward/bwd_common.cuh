@@ -76,6 +76,23 @@ __device__ __forceinline__ float dz_masked(const Filter<W>& f, const float* x_wi
   return dz_at<W>(f, in, dout, silu);
 }
 
+// How cf_fused takes a lane's vector when chapter 10's span map says (cf_fused.cuh): every tap
+// (full); nothing (padding: dz and dx are 0 there); every tap but those across one sequence
+// boundary (cut: the positions from `cut` on, counted from the vector's first, start a sequence,
+// and tap k of position t counts unless its input lies before that start: t - cut in [0, W-1-k)
+// as unsigned); or each position by its flags. A lane with no boundary near it has cut kNoCut,
+// further ahead than any position a step reads, so every tap counts.
+enum class Form : uint8_t { full, padding, cut, flags };
+constexpr int kNoCut = 64;
+struct LaneForm {
+  Form form;
+  int cut;
+};
+template <int W>
+__device__ __forceinline__ bool counts_across(int t, int k, int cut) {
+  return static_cast<unsigned>(t - cut) >= static_cast<unsigned>(W - 1 - k);
+}
+
 // A unit's W+1 sums (dweight[0..W-1], dbias) for one channel.
 template <int W>
 struct GradSums {

@@ -58,8 +58,9 @@ __device__ __forceinline__ void tail_of(const Vec<T, kPer16<T>>& v, float* out) 
 }
 
 // [docs:ch09_cf_fused]
-template <class T, int W, int kVecs, bool kVec, class Seqs = OneSequencePerRow>
-__global__ void conv_bwd_cf(BwdArgs<T> a, FastDivmod by_chunks, FastDivmod by_dim, Seqs seqs) {
+template <class T, int W, int kVecs, bool kVec, class Seqs>
+__device__ __forceinline__ void cf_fused(const BwdArgs<T>& a, const FastDivmod& by_chunks,
+                                         const FastDivmod& by_dim, const Seqs& seqs) {
   constexpr int kPer = kPer16<T>;
   const int lane = threadIdx.x % kWarpLanes;
   int64_t row, chunk;  // row = b*D + d
@@ -117,13 +118,33 @@ __global__ void conv_bwd_cf(BwdArgs<T> a, FastDivmod by_chunks, FastDivmod by_di
 
     // Where sequences begin (chapter 10): when every vector of the warp counts every tap of every
     // position it touches, the plain step; otherwise every lane takes the step with flags (a vote,
-    // so the warp runs one form, and the shuffles inside it see every lane).
-    const Span span = seqs.template span<W, kPer, W - 1>(b, p0);
-    auto step = [&](auto full, const auto& sq) {  // (sq: seqs, for names only a packed policy has)
-      constexpr bool kFull = decltype(full)::value;
+    // so the warp runs one form, and the shuffles inside it see every lane). A span map also tells
+    // two cheaper forms apart: a warp all padding, and (16-bit storage) a warp whose vectors see at
+    // most one sequence boundary each (the cut form: a comparison a tap, no flags). In fp32 the
+    // kernel is at the copy ceiling with the flags, and the cut form's registers would cost it
+    // occupancy.
+    constexpr bool kCutForm = Seqs::kSpanMap && sizeof(T) == 2;
+    LaneForm lf;
+    if constexpr (Seqs::kSpanMap) {
+      lf = Seqs::lane_form(seqs.template lane_byte<kPer>(b, p0));
+    } else {
+      const Span span = seqs.template span<W, kPer, W - 1>(b, p0);
+      lf = {span == Span::full ? Form::full : Form::flags, kNoCut};
+    }
+    auto step = [&](auto form, const auto& sq) {  // (sq: seqs, for names only a packed policy has)
+      constexpr Form kForm = decltype(form)::value;
+      constexpr bool kFull = kForm == Form::full, kCut = kForm == Form::cut;
+      if constexpr (kForm == Form::padding) {
+        // No dz, no dx, no sums; lane 31's dz ahead for the next vector is lane 0's here: 0.
+#pragma unroll
+        for (int i = 0; i < W - 1; ++i) dz_next[i] = 0.0f;
+        const float y[kPer] = {};
+        if (p0 < len) store_in_row<T, kPer, kVec>(a.dx + row * len, p0, len, y);
+        return;
+      }
       TokenFlags<kPer + W - 1> fl;  // the vector's positions and the W-1 after them
-      if constexpr (!kFull) {
-        if (span == Span::full) {
+      if constexpr (kForm == Form::flags) {
+        if (lf.form == Form::full) {
           fl = TokenFlags<kPer + W - 1>::filled(kAllTaps<W>);
         } else if constexpr (Seqs::kSpanMap) {  // (a map in memory holds them, edges' bits too)
           fl = sq.template vector_flags<W, kPer + W - 1>(b, p0);
@@ -132,15 +153,36 @@ __global__ void conv_bwd_cf(BwdArgs<T> a, FastDivmod by_chunks, FastDivmod by_di
         } else {  // (out of line: a row's first or last vectors)
           fl = sq.template flags_of<W, kPer + W - 1>(b, p0);
         }
-        if constexpr (Seqs::kPacked)  // a row that starts from its state: the state is x before 0
-          if (p0 == 0 && (fl[0] & kEdge)) {
-            const T* st = sq.template state_at<W>(b, 0, d);
-#pragma unroll
-            for (int i = 0; i < W - 1; ++i) xw[i] = to_float(st[i]);
-          }
       }
-      // The taps of position p0 + i that count (with an edge's state taps).
+      // A row that starts from its state: the state is the x before 0 (the cut form: where there
+      // is one).
+      if constexpr (!kFull && Seqs::kPacked)
+        if (p0 == 0 && (kCut || (fl[0] & kEdge))) {
+          const T* st = sq.template state_at<W>(b, 0, d);
+#pragma unroll
+          for (int i = 0; i < W - 1; ++i)
+            if (st) xw[i] = to_float(st[i]);
+        }
+      // Does tap k of position p0 + t count (t < kPer + W-1), and (z_counts) with an edge's state
+      // taps? The taps of position p0 + i that count, for the flags.
       auto z_taps = [&](int i) { return kFull ? kAllTaps<W> : ch08::taps_with_state<W>(fl[i]); };
+      auto counts = [&](int t, int k) {
+        return kFull || (kCut ? counts_across<W>(t, k, lf.cut) : (fl[t] >> k & 1u) != 0);
+      };
+      auto z_counts = [&](int t, int k) {
+        return kFull || (kCut ? counts_across<W>(t, k, lf.cut) : (z_taps(t) >> k & 1u) != 0);
+      };
+      // dz at position p0 + t from its window and dout (0 at padding).
+      auto dz_of = [&](const float* win, int t, float g) {
+        if constexpr (kCut) {
+          float in[W];
+#pragma unroll
+          for (int k = 0; k < W; ++k) in[k] = counts_across<W>(t, k, lf.cut) ? win[k] : 0.0f;
+          return dz_at<W>(f, in, g, a.silu);
+        } else {
+          return z_taps(t) ? dz_masked<W>(f, win, z_taps(t), g, a.silu) : 0.0f;
+        }
+      };
 
       if (j == kVecs - 1) {  // dz after the chunk's last vector, from the x and dout after it
         float win[2 * (W - 1)];
@@ -149,10 +191,7 @@ __global__ void conv_bwd_cf(BwdArgs<T> a, FastDivmod by_chunks, FastDivmod by_di
         for (int i = 0; i < W - 1; ++i) win[(W - 1) + i] = to_float(x_after.v[i]);
 #pragma unroll
         for (int i = 0; i < W - 1; ++i)
-          dz_next[i] = p_next + i < len && z_taps(kPer + i)
-                           ? dz_masked<W>(f, &win[i], z_taps(kPer + i), to_float(g_after.v[i]),
-                                          a.silu)
-                           : 0.0f;
+          dz_next[i] = p_next + i < len ? dz_of(&win[i], kPer + i, to_float(g_after.v[i])) : 0.0f;
       }
 
       // dz at the vector's positions (zero past L and at padding), then at the W-1 after them: the
@@ -160,9 +199,7 @@ __global__ void conv_bwd_cf(BwdArgs<T> a, FastDivmod by_chunks, FastDivmod by_di
       float dz[kPer + (W - 1)];
 #pragma unroll
       for (int i = 0; i < kPer; ++i)
-        dz[i] = p0 + i < len && z_taps(i)
-                    ? dz_masked<W>(f, &xw[i], z_taps(i), to_float(gv[j].v[i]), a.silu)
-                    : 0.0f;
+        dz[i] = p0 + i < len ? dz_of(&xw[i], i, to_float(gv[j].v[i])) : 0.0f;
 #pragma unroll
       for (int i = 0; i < W - 1; ++i) {
         const float above = __uint_as_float(shuffle_down(__float_as_uint(dz[i]), 1));
@@ -179,39 +216,78 @@ __global__ void conv_bwd_cf(BwdArgs<T> a, FastDivmod by_chunks, FastDivmod by_di
 #pragma unroll
       for (int i = 0; i < kPer; ++i) {
         float acc = 0.0f;
-        if constexpr (!kFull && Seqs::kPacked)
+        if constexpr (kCut) {  // (the final states are the row's last sequence's: from the cut on)
+          if (i >= kPer - (W - 1) && (i >= lf.cut || lf.cut == kNoCut) && p0 + i < len &&
+              sq.near_final(p0 + i + 1, W))
+            acc = sq.template dfinal_at<W>(b, p0 + i, d, int(p0 + i - (len - (W - 1))));
+        } else if constexpr (!kFull && Seqs::kPacked) {
           if (const unsigned fin = fl[i] >> kFinalShift & 3u)
             acc = sq.template dfinal_at<W>(b, p0 + i, d, int(fin) - 1);
+        }
 #pragma unroll
         for (int k = 0; k < W; ++k)
-          if (kFull || (fl[i + (W - 1) - k] >> k & 1u)) acc += f.w[k] * dz[i + (W - 1) - k];
+          if (counts(i + (W - 1) - k, k)) acc += f.w[k] * dz[i + (W - 1) - k];
         y[i] = acc;
-        const unsigned zt = z_taps(i);
 #pragma unroll
         for (int k = 0; k < W; ++k)
-          if (kFull || (zt >> k & 1u)) sums.v[k] += dz[i] * xw[i + k];
+          if (z_counts(i, k)) sums.v[k] += dz[i] * xw[i + k];
         sums.v[W] += dz[i];
       }
-      if constexpr (!kFull && Seqs::kPacked)
-        if (p0 == 0) sq.template row_dinit<W>(b, d, f, dz, [&](int i) { return fl[i]; });
+      if constexpr (!kFull && Seqs::kPacked)  // (the cut form: outputs before the cut reach t = 0)
+        if (p0 == 0)
+          sq.template row_dinit<W>(b, d, f, dz, [&](int i) {
+            return kCut ? (i < lf.cut ? kAllTaps<W> : 0u) : fl[i];
+          });
       if (p0 < len) store_in_row<T, kPer, kVec>(a.dx + row * len, p0, len, y);
     };
+    using FullStep = std::integral_constant<Form, Form::full>;
+    using FlagsStep = std::integral_constant<Form, Form::flags>;
     // (Chapter 09's rows need no flags: the zeros before t = 0 in xw count for nothing.)
-    if constexpr (!Seqs::kPacked)
-      step(std::true_type{}, seqs);
-    else if (warp_all(span == Span::full))
-      step(std::true_type{}, seqs);
-    else
-      step(std::false_type{}, seqs);
+    if constexpr (!Seqs::kPacked) {
+      step(FullStep{}, seqs);
+    } else if (warp_all(lf.form == Form::full)) {
+      step(FullStep{}, seqs);
+    } else if constexpr (Seqs::kSpanMap) {
+      if (warp_all(lf.form == Form::padding)) {
+        step(std::integral_constant<Form, Form::padding>{}, seqs);
+      } else if constexpr (kCutForm) {
+        if (warp_all(lf.form == Form::full || lf.form == Form::cut))
+          step(std::integral_constant<Form, Form::cut>{}, seqs);
+        else
+          step(FlagsStep{}, seqs);
+      } else {
+        step(FlagsStep{}, seqs);
+      }
+    } else {
+      step(FlagsStep{}, seqs);
+    }
   }
 
   // 3. The chunk's sums: a fixed butterfly over the warp, then one unit of W+1 sums.
   warp_sum<W>(sums, kWarpLanes - 1);
   if (lane == 0) emit_sums<W>(a, row * by_chunks.divisor() + chunk, d, sums);
 }
-// [/docs:ch09_cf_fused]
 
 constexpr int kCfBwdThreads = 128;
+
+template <class T, int W, int kVecs, bool kVec, class Seqs = OneSequencePerRow,
+          std::enable_if_t<!Seqs::kPacked, int> = 0>
+__global__ void conv_bwd_cf(BwdArgs<T> a, FastDivmod by_chunks, FastDivmod by_dim, Seqs seqs) {
+  cf_fused<T, W, kVecs, kVec>(a, by_chunks, by_dim, seqs);
+}
+// [/docs:ch09_cf_fused]
+
+// (Chapter 10) the same kernel for packed sequences, held to the occupancy of chapter 09's: 16
+// warps an SM in 16-bit storage (at most 128 registers a thread), 32 in fp32 (64); the forms of
+// its steps would take more.
+template <class T>
+constexpr int kPackedCfBwdMinBlocks = sizeof(T) == 2 ? 4 : 8;
+template <class T, int W, int kVecs, bool kVec, class Seqs,
+          std::enable_if_t<Seqs::kPacked, int> = 0>
+__global__ void __launch_bounds__(kCfBwdThreads, kPackedCfBwdMinBlocks<T>)
+    conv_bwd_cf(BwdArgs<T> a, FastDivmod by_chunks, FastDivmod by_dim, Seqs seqs) {
+  cf_fused<T, W, kVecs, kVec>(a, by_chunks, by_dim, seqs);
+}
 
 // Vectors per lane when the command line does not say: in 16 bits 4 (at 8x4096x4096 bf16 the
 // kernel reached 81 % of the copy ceiling with 4, 58 % with 2 and 49 % with 1, at 122 registers a

@@ -39,7 +39,7 @@ void run_forward(const Forward<T>& f, int width, int vectors, int rows, cudaStre
 template <class T>
 void run_span_map(const Forward<T>& f, int width, cudaStream_t s) {
   if (const SpanMap m = span_map_of(f); m.spans)
-    launch_make_span_map(f.conv.batch, width, f.rows, m, s);
+    launch_make_span_map(f.conv.batch, width, f.rows, m, false, s);
 }
 
 template <class T>

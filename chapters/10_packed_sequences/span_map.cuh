@@ -15,7 +15,11 @@
 //             them: the first vector's state taps, and which inputs receive the final states'
 //             gradient. The kernel takes the edges itself, inline: with the flags in memory they
 //             are a few loads, not the out-of-line calls of PackedRows. A map is made with or
-//             without seq_idx.
+//             without seq_idx. Its bytes are the backward's own: how a lane takes its vector, the
+//             W-1 positions around it included (chapter 09's LaneForm). Where that window holds one
+//             sequence boundary and no padding of its own (most mixed vectors: a row's 8 documents
+//             make 8 boundaries), the byte says where the boundary lies, and the kernel takes the
+//             cut form: a comparison a tap, no flags.
 #pragma once
 
 #include <cstddef>
@@ -27,14 +31,20 @@
 
 namespace conv1d::ch10 {
 
-// The map in memory: flags [B, V, 2] (a mixed vector's TokenFlags, two words whatever the type)
-// and spans [B, V] (a Span a byte), V vectors a row. Both null: no map.
+// The map in memory: flags [B, V, 2] (a vector's TokenFlags, two words whatever the type) and
+// spans [B, V], V vectors a row: a byte a vector, a Span (forward) or a lane's form (backward,
+// lane_code). Both null: no map.
 struct SpanMap {
   uint32_t* flags = nullptr;
   uint8_t* spans = nullptr;
   int64_t vectors_per_row = 0;
 };
 constexpr int kMapFlagWords = 2;
+
+// The backward's byte for a lane whose window changes sequence at lo + e: kCutZero + e (e from
+// -(W-2) on, so above every Span); kCutZero + kCutNone: none, but the lane holds a row's edge (its
+// first vector, or the last inputs that receive the final states' gradient).
+constexpr int kCutZero = 8, kCutNone = 32;
 
 // The workspace a map of B rows of L positions needs, for any storage type (the most vectors a
 // row: 4 elements a vector, fp32), and the map laid out in it.
@@ -73,12 +83,43 @@ struct RowSpans {
   }
 };
 
+// The backward's byte of the vector at lo (chapter 09's cf_fused takes its dx and its share of the
+// sums, from the inputs W-1 before it to the dz W-1 after it): padding when its own positions all
+// are (Span::padding); full when the window is one sequence and no row edge (Span::full); else a
+// cut when the window changes sequence once at most and has no padding of its own, else
+// Span::mixed (the flags). Scanned left to right, the window's first change after the vector's
+// own positions ends the scan: past it, no position is in the vector's sequence, whatever their
+// ids (a tap of theirs that reached one of ours would be the cut's to refuse). Inputs before t = 0
+// belong to the row's first sequence: its initial states, or zeros that count for nothing.
+// (A row's first vector is never padding here: PackedRows::span calls it mixed for its edge, so a
+// row that starts in padding takes the flags form there, which writes its dinitial_states, 0.)
+template <class T, int W, int kPer>
+__device__ uint8_t lane_code(const PackedRows<T>& seqs, int64_t b, int64_t lo, Span own) {
+  if (own == Span::padding) return uint8_t(Span::padding);
+  const int64_t len = seqs.seqlen;
+  const bool edge = lo < W - 1 || seqs.near_final(lo + kPer, W);
+  int cut = kCutNone;
+  if (seqs.seq_idx) {
+    const int32_t* id = seqs.ids(b);
+    auto id_at = [&](int64_t p) { return id[p > 0 ? p : 0]; };
+    for (int e = -(W - 2); e < kPer + W - 1 && lo + e < len; ++e) {
+      if (e >= 0 && e < kPer && id[lo + e] < 0) return uint8_t(Span::mixed);
+      if (id_at(lo + e) == id_at(lo + e - 1)) continue;
+      if (cut != kCutNone) return uint8_t(Span::mixed);
+      cut = e;
+      if (e >= kPer) break;
+    }
+  }
+  return !edge && cut == kCutNone ? uint8_t(Span::full) : uint8_t(kCutZero + cut);
+}
+
 // A thread a vector: its span, as the packed convolution would decide it (PackedRows::span: a
 // row's first vector is mixed, and with the final states' gradient so are those that hold its
 // last W-1 inputs; the rest by their ids), and its outputs' flags: every tap for a full vector,
 // none for padding, and for a mixed one the bytes the packed kernels compute (vector_flags inline,
-// or flags_here position by position where the edges' bits come in).
-template <class T, int W>
+// or flags_here position by position where the edges' bits come in). The backward's byte is its
+// lane_code.
+template <class T, int W, bool kBackward>
 __global__ void make_span_map(PackedRows<T> seqs, SpanMap m, int64_t vectors) {
   constexpr int kPer = kPer16<T>;
   const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;  // b * V + v
@@ -94,32 +135,35 @@ __global__ void make_span_map(PackedRows<T> seqs, SpanMap m, int64_t vectors) {
         if (lo + e < seqs.seqlen) f.put(e, seqs.template flags_here<W>(b, lo + e));
     }
   }
-  m.spans[i] = static_cast<uint8_t>(s);
+  m.spans[i] = kBackward ? lane_code<T, W, kPer>(seqs, b, lo, s) : static_cast<uint8_t>(s);
 #pragma unroll
   for (int w = 0; w < TokenFlags<kPer>::kWords; ++w) m.flags[i * kMapFlagWords + w] = f.w[w];
 }
 // [/docs:ch10_span_map]
 
 // [docs:ch10_span_map_bwd]
-// The same map, as chapter 09's cf_fused reads it: a vector is full when it and the W-1 positions
-// after it (the dz ahead that its dx needs: the next vector's first) are, and its flags, with those
-// W-1 positions', come from the two vectors' words. The states are PackedRows', taken inline.
+// The same map, as chapter 09's cf_fused reads it: a lane's byte (lane_code) is its form. The flags
+// of a vector and of the W-1 positions after it come from the two vectors' words. The states are
+// PackedRows', taken inline.
 template <class T>
 struct RowSpansBwd : PackedRows<T> {
   static constexpr bool kPacked = true, kSpanMap = true, kFewConfigurations = true;
-  const uint8_t* spans = nullptr;  // [B, V]
+  const uint8_t* spans = nullptr;  // [B, V]: lane_code
   const uint32_t* flags = nullptr;
   int64_t vectors_per_row = 0;
 
-  template <int W, int kOwn, int kAhead>
-  __device__ __forceinline__ Span span(int64_t b, int64_t lo) const {
-    static_assert(kAhead <= kOwn, "the positions ahead lie in the next vector");
-    if (lo >= this->seqlen) return Span::full;  // past the row: no outputs, nothing to read
-    const int64_t v = b * vectors_per_row + lo / kOwn;
-    const bool ahead = kAhead > 0 && lo + kOwn < this->seqlen;
-    return spans[v] == uint8_t(Span::full) && (!ahead || spans[v + 1] == uint8_t(Span::full))
-               ? Span::full
-               : Span::mixed;
+  template <int kOwn>
+  __device__ __forceinline__ uint8_t lane_byte(int64_t b, int64_t lo) const {
+    return lo < this->seqlen ? spans[b * vectors_per_row + lo / kOwn] : uint8_t(Span::full);
+  }
+  __device__ __forceinline__ static ch09::LaneForm lane_form(uint8_t c) {
+    using ch09::Form;
+    switch (c) {
+      case uint8_t(Span::full): return {Form::full, ch09::kNoCut};
+      case uint8_t(Span::padding): return {Form::padding, ch09::kNoCut};
+      case uint8_t(Span::mixed): return {Form::flags, ch09::kNoCut};
+      default: return {Form::cut, c == kCutZero + kCutNone ? ch09::kNoCut : int(c) - kCutZero};
+    }
   }
   template <int W, int N>
   __device__ __forceinline__ TokenFlags<N> vector_flags(int64_t b, int64_t lo) const {
@@ -152,13 +196,16 @@ struct RowSpansBwd : PackedRows<T> {
 
 constexpr int kSpanMapThreads = 256;
 
+// (`backward`: the bytes are lane codes.)
 template <class T>
 void launch_make_span_map(int64_t batch, int width, const PackedRows<T>& seqs, const SpanMap& m,
-                          cudaStream_t s = 0) {
+                          bool backward, cudaStream_t s = 0) {
   const int64_t vectors = batch * m.vectors_per_row;
   if (vectors == 0) return;
   dispatch_width(width, [&](auto w) {
-    launch_or_describe("make_span_map", make_span_map<T, decltype(w)::value>,
+    constexpr int W = decltype(w)::value;
+    launch_or_describe("make_span_map",
+                       backward ? make_span_map<T, W, true> : make_span_map<T, W, false>,
                        ceil_div(vectors, int64_t(kSpanMapThreads)), kSpanMapThreads, s, nullptr,
                        seqs, m, vectors);
   });
