@@ -76,6 +76,7 @@ __device__ __forceinline__ float dz_masked(const Filter<W>& f, const float* x_wi
   return dz_at<W>(f, in, dout, silu);
 }
 
+// [docs:ch09_forms]
 // How cf_fused takes a lane's vector when chapter 10's span map says (cf_fused.cuh): every tap
 // (full); nothing (padding: dz and dx are 0 there); every tap but those across one sequence
 // boundary (cut: the positions from `cut` on, counted from the vector's first, start a sequence,
@@ -92,6 +93,7 @@ template <int W>
 __device__ __forceinline__ bool counts_across(int t, int k, int cut) {
   return static_cast<unsigned>(t - cut) >= static_cast<unsigned>(W - 1 - k);
 }
+// [/docs:ch09_forms]
 
 // A unit's W+1 sums (dweight[0..W-1], dbias) for one channel.
 template <int W>
