@@ -161,6 +161,7 @@ struct OneSequencePerRow {
   static constexpr bool kPacked = false;
   static constexpr bool kSpanMap = false;  // (chapter 10: spans and flags from a map in memory)
   static constexpr bool kFewConfigurations = false;  // (see compiled() below)
+  static constexpr bool kMixedApart = false;  // (chapter 10: cl_tiled's backward in two launches)
   template <int W, int kOwn, int kAhead>
   __device__ __forceinline__ Span span(int64_t, int64_t lo) const {
     return lo >= W - 1 ? Span::full : Span::mixed;

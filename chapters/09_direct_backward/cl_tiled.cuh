@@ -132,7 +132,13 @@ __device__ __forceinline__ void cl_bwd_walk(const BwdArgs<T>& a, const Seqs& seq
   }
 }
 
-template <class T, int W, int N, int kRows, class Seqs>
+// Which warps a launch takes. Chapter 09's rows, and chapter 10's varlen batches: every warp, in
+// one launch. Chapter 10's rows (Seqs::kMixedApart): the warps whose tiles are all full in a first
+// launch, and the rest, which walk with flags, in a second. In one kernel the flags' code cost the
+// full warps half again their time (results/ch10-cl-bwd), though few warps ran it.
+enum class ClPass { all, full, mixed };
+
+template <class T, int W, int N, int kRows, ClPass kPass, class Seqs>
 __device__ __forceinline__ void cl_bwd(const BwdArgs<T>& a, const FastDivmod& by_col_blocks,
                                        const FastDivmod& by_units, const Seqs& seqs) {
   const int lane = threadIdx.x % kWarpLanes;
@@ -148,6 +154,12 @@ __device__ __forceinline__ void cl_bwd(const BwdArgs<T>& a, const FastDivmod& by
   const T* x = a.x + b * len * dim + d0;  // row t at x + t * D
   const T* g = a.dout + b * len * dim + d0;
   T* dx = a.dx + b * len * dim + d0;
+  // (Chapter 10's rows, in two launches: this one's warps.)
+  Span span = Span::full;
+  if constexpr (Seqs::kPacked)
+    span = seqs.template span_by<W, kRows, W - 1, kClLanesAcross>(b, t0, lane % kClLanesAcross);
+  if constexpr (kPass != ClPass::all)
+    if (warp_all(span == Span::full) != (kPass == ClPass::full)) return;  // the whole warp
 
   Filter<W> f[N];
 #pragma unroll
@@ -162,15 +174,16 @@ __device__ __forceinline__ void cl_bwd(const BwdArgs<T>& a, const FastDivmod& by
   GradSums<W> sums[N];
 
   // Where sequences begin (chapter 10): the plain walk when every tile of the warp counts every
-  // tap everywhere; otherwise every lane walks with flags (a vote: the warp runs one form). Chapter
-  // 09's rows need no flags: the zeros before t = 0 in the window count for nothing.
+  // tap everywhere; otherwise every lane walks with flags (a vote: the warp runs one form; in two
+  // launches, each launch compiles one of the walks). Chapter 09's rows need no flags: the zeros
+  // before t = 0 in the window count for nothing.
   ch08::AllTaps<W> all;
   if constexpr (!Seqs::kPacked) {
     cl_bwd_walk<true, T, W, N, kRows>(a, seqs, b, d0, t0, channels, x, g, dx, f, xw, sums, all);
+  } else if constexpr (kPass == ClPass::full) {
+    cl_bwd_walk<true, T, W, N, kRows>(a, seqs, b, d0, t0, channels, x, g, dx, f, xw, sums, all);
   } else {
-    const Span span =
-        seqs.template span_by<W, kRows, W - 1, kClLanesAcross>(b, t0, lane % kClLanesAcross);
-    if (warp_all(span == Span::full)) {
+    if (kPass == ClPass::all && warp_all(span == Span::full)) {
       cl_bwd_walk<true, T, W, N, kRows>(a, seqs, b, d0, t0, channels, x, g, dx, f, xw, sums, all);
     } else {
       // The flags of the tile's positions, from one call (a lane whose own tile is full: every
@@ -205,16 +218,17 @@ template <class T, int W, int N, int kRows, class Seqs = OneSequencePerRow,
           std::enable_if_t<!Seqs::kPacked, int> = 0>
 __global__ void conv_bwd_cl(BwdArgs<T> a, FastDivmod by_col_blocks, FastDivmod by_units,
                             Seqs seqs) {
-  cl_bwd<T, W, N, kRows>(a, by_col_blocks, by_units, seqs);
+  cl_bwd<T, W, N, kRows, ClPass::all>(a, by_col_blocks, by_units, seqs);
 }
 // [/docs:ch09_cl_tiled]
 
 // (Chapter 10) the same kernel for packed sequences, held to the occupancy of chapter 09's
-// (ch08::kPackedMinBlocks).
-template <class T, int W, int N, int kRows, class Seqs, std::enable_if_t<Seqs::kPacked, int> = 0>
+// (ch08::kPackedMinBlocks): every warp (kPass all), or one of the two launches (full, mixed).
+template <class T, int W, int N, int kRows, class Seqs, ClPass kPass = ClPass::all,
+          std::enable_if_t<Seqs::kPacked, int> = 0>
 __global__ void __launch_bounds__(kClBwdThreads, ch08::kPackedMinBlocks)
     conv_bwd_cl(BwdArgs<T> a, FastDivmod by_col_blocks, FastDivmod by_units, Seqs seqs) {
-  cl_bwd<T, W, N, kRows>(a, by_col_blocks, by_units, seqs);
+  cl_bwd<T, W, N, kRows, kPass>(a, by_col_blocks, by_units, seqs);
 }
 
 
@@ -274,11 +288,18 @@ void launch_cl_bwd(const BwdArgs<T>& a, int width, int rows, int max_access_byte
     const int64_t blocks = ceil_div(a.batch * units * col_blocks * kWarpLanes, kClBwdThreads);
     dispatch_width(width, [&](auto w) {
       constexpr int W = decltype(w)::value;
+      // [docs:ch09_cl_passes]
       void (*kernel)(BwdArgs<T>, FastDivmod, FastDivmod, Seqs) = nullptr;
+      void (*mixed_kernel)(BwdArgs<T>, FastDivmod, FastDivmod, Seqs) = nullptr;
       auto pick = [&](auto r) {
         constexpr int R = decltype(r)::value;
-        if constexpr (ch08::compiled<Seqs, T, ch08::Family::cl_bwd>(R, N))
+        if constexpr (!ch08::compiled<Seqs, T, ch08::Family::cl_bwd>(R, N)) {
+        } else if constexpr (Seqs::kMixedApart) {
+          kernel = conv_bwd_cl<T, W, N, R, Seqs, ClPass::full>;
+          mixed_kernel = conv_bwd_cl<T, W, N, R, Seqs, ClPass::mixed>;
+        } else {
           kernel = conv_bwd_cl<T, W, N, R, Seqs>;
+        }
       };
       switch (rows) {
         case 16: pick(std::integral_constant<int, 16>{}); break;
@@ -291,6 +312,10 @@ void launch_cl_bwd(const BwdArgs<T>& a, int width, int rows, int max_access_byte
                                     " rows of " + std::to_string(N) + " channels with these sequences");
       launch_or_describe("conv_bwd_cl", kernel, blocks, kClBwdThreads, s, facts, a, by_col_blocks,
                          by_units, seqs);
+      if (mixed_kernel && !facts)  // (the warps the first launch left)
+        launch_or_describe("conv_bwd_cl", mixed_kernel, blocks, kClBwdThreads, s, nullptr, a,
+                           by_col_blocks, by_units, seqs);
+      // [/docs:ch09_cl_passes]
     });
   };
   switch (channels) {

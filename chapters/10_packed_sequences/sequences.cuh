@@ -181,6 +181,8 @@ struct Baseline : ch08::OneSequencePerRow {
 template <class T>
 struct PackedRows {
   static constexpr bool kPacked = true, kSpanMap = false, kFewConfigurations = true;
+  // The channel-last backward runs the warps that need flags in a launch of their own (cl_tiled).
+  static constexpr bool kMixedApart = true;
   const int32_t* seq_idx = nullptr;  // [B, L]; nullptr: one sequence per row
   int64_t seqlen = 0, dim = 0;
   const T* initial_states = nullptr;  // [B, D, W-1], or nullptr (zeros)
@@ -450,6 +452,7 @@ struct PackedRows {
 template <class T>
 struct Varlen {
   static constexpr bool kPacked = true, kSpanMap = false, kFewConfigurations = true;
+  static constexpr bool kMixedApart = false;
   const int32_t* cu_seqlens = nullptr;     // [N + 1]
   int32_t sequences = 0;                   // N
   const int32_t* state_indices = nullptr;  // [N], or nullptr: sequence n uses cache row n

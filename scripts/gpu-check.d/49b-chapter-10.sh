@@ -37,7 +37,7 @@ if [[ -x $exe10 ]]; then
   run10 chunks_bf16 "${big10[@]}" --dtype bf16 --form rows --seq-lens none --chunks 7
 
   resources_table ch10_packed_sequences "$exe10" 'conv_fwd_c[fl]_|conv_bwd_c[fl]I|cf_row_edges' \
-    "$out/results/ch10_resources.txt" 'PackedRows|Varlen'
+    "$out/results/ch10_resources.txt" 'PackedRows|RowSpansBwd|Varlen'
 
   step "ch10 under Nsight Compute"
   if command -v ncu > /dev/null &&
