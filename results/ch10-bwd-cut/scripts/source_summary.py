@@ -50,6 +50,11 @@ def summarise(path):
         n = sum(stalls.values())
         print(f"   stall samples ({n}): " +
               ", ".join(f"{k} {v / n * 100:.1f} %" for k, v in stalls.most_common(8)))
+        every = [r for r in rows if int(r["Instructions Executed"]) >= 0.9 * warps]
+        hot = sum(int(r["Warp Stall Sampling (All Samples)"] or 0) for r in every)
+        all_samples = sum(int(r["Warp Stall Sampling (All Samples)"] or 0) for r in rows)
+        print(f"   instructions that (nearly) every warp executes (0.9 times a warp or more): "
+              f"{len(every)}, with {hot / all_samples * 100:.1f} % of all stall samples")
         runs, start, prev = [], 0, None
         for i, r in enumerate(rows):
             f = int(r["Instructions Executed"]) / warps
