@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Call 5 (H100): the forward's second launch as last tried (run5/code.patch, not kept): one wave of blocks whose threads pass
-# over the tiles with a light test and take the few the first launch left in an out-of-line call
-# (cl_tiled_apart), started early. The forward, channel-last, 8 x 4096 x 4096 bf16 W 4 (rows with 8
-# documents and states, the states alone, no states, the varlen batch) and the backward (rows,
-# states alone); each forward launch's duration under Nsight Compute; the tests of chapters 08 to
-# 10. Run from the repository root with OUT set; everything comes back as one run.tgz.
+# Call 5 (H100): the forward's second launch as last tried (run5/code.patch, not kept): one
+# wave of blocks whose threads pass over the tiles with a light test and take the few the first
+# launch left in an out-of-line call (cl_tiled_apart), started early. The forward, channel-last,
+# 8 x 4096 x 4096 bf16 W 4 (rows with 8 documents and states, the states alone, no states, the
+# varlen batch) and the backward (rows, states alone); each forward launch's duration under
+# Nsight Compute; the tests of chapters 08 to 10. Run from the repository root with OUT set;
+# everything comes back as one run.tgz.
 set -uo pipefail
 root=$(pwd); out=${OUT:?set OUT}
 res=$(mktemp -d); start=$SECONDS; stamp() { echo "[$((SECONDS - start)) s] $*"; }
