@@ -29,10 +29,7 @@ template <bool kFull, bool kPacked, class T, int W, int N, int kRows, class Flag
 __device__ __forceinline__ void cl_tile(const DirectArgs<T>& a, const T* x, T* out, int64_t t0,
                                         const Filter<W> (&f)[N], Vec<T, N> (&win)[W],
                                         Flags& fl) {
-  // (Chapter 10's tiles with flags a batch at a time: they are few, and unrolled they would push
-  // the plain tile's instructions out of the instruction cache.)
-  constexpr int kUnroll = kFull || !kPacked ? kRows : 1;
-#pragma unroll kUnroll
+#pragma unroll
   for (int r0 = 0; r0 < kRows; r0 += kTileBatch) {
     if (t0 + r0 < a.seqlen) {  // (guards, not breaks: the loops unroll fully, rows[] stays in registers)
       Vec<T, N> rows[kTileBatch];
@@ -61,8 +58,19 @@ template <class T, int W, int N, int kRows, class Seqs>
 __device__ __forceinline__ void cl_tiled(const DirectArgs<T>& a, const FastDivmod& by_cols,
                                          const FastDivmod& by_tiles, const Seqs& seqs) {
   static_assert(kRows % kTileBatch == 0, "rows come in batches");
-  const int64_t item =
-      blockIdx.x * int64_t(blockDim.x) + threadIdx.x;  // (b * tiles + tile) * D/N + column
+  int64_t item = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;  // (b * tiles + tile) * D/N + col
+  if constexpr (Seqs::kPacked) {  // (chapter 10) the grid's first blocks: the sequences' edge work
+    const int64_t edge_items = seqs.edge_units(a.batch) * by_cols.divisor();
+    const int64_t edge_blocks = ceil_div(edge_items, kClTiledThreads);
+    if (blockIdx.x < edge_blocks) {
+      if (item < edge_items) {
+        const int64_t unit = by_cols.div(item);
+        seqs.template edge_work<W, N>(a, unit, (item - unit * by_cols.divisor()) * N);
+      }
+      return;
+    }
+    item -= edge_blocks * kClTiledThreads;
+  }
   const int64_t bt = by_cols.div(item);
   const int64_t b = by_tiles.div(bt);
   if (b >= a.batch) return;
@@ -102,9 +110,6 @@ __device__ __forceinline__ void cl_tiled(const DirectArgs<T>& a, const FastDivmo
     SharedFlags cursor{flag_rows[threadIdx.x]};
     cl_tile<false, true, T, W, N, kRows>(a, x, out, t0, f, win, cursor);
   }
-  if constexpr (Seqs::kPacked)  // (chapter 10) the edge outputs and final states this tile owns
-    if (seqs.owns_edges(t0, kRows, span == Span::full))
-      seqs.template tile_edges<W, N>(a, b, d0, t0, kRows, span == Span::full);
 }
 
 template <class T, int W, int N, int kRows, class Seqs = OneSequencePerRow,
@@ -144,12 +149,15 @@ void launch_cl_tiled(const DirectArgs<T>& a, int width, int rows, int max_access
                      cudaStream_t s = 0, KernelFacts* facts = nullptr, const Seqs& seqs = {}) {
   dispatch_access(a, max_access_bytes, [&](auto access) {
     constexpr int N = decltype(access)::value;
-    // (Packed sequences of no tokens at all still have states to write: at least one tile.)
+    // (Packed sequences of no tokens at all still have states to write, in the edge blocks; the
+    // tiles' divisor wants at least one tile, which has nothing to do.)
     const int64_t columns = a.dim / N,
                   tiles = std::max<int64_t>(Seqs::kPacked ? 1 : 0, ceil_div(a.seqlen, rows));
     const FastDivmod by_cols(columns), by_tiles(tiles);
-    const int64_t blocks =
-        ceil_div(a.batch * tiles * columns, kClTiledThreads);  // a thread per tile and column
+    // A thread per tile and column; (chapter 10) before them, a thread per edge unit and column.
+    int64_t blocks = ceil_div(a.batch * tiles * columns, kClTiledThreads);
+    if constexpr (Seqs::kPacked)
+      blocks += ceil_div(seqs.edge_units(a.batch) * columns, kClTiledThreads);
     dispatch_width(width, [&](auto w) {
       constexpr int W = decltype(w)::value;
       void (*kernel)(DirectArgs<T>, FastDivmod, FastDivmod, Seqs) = nullptr;

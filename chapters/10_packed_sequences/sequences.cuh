@@ -14,9 +14,10 @@
 //
 // The states touch only the edges of a sequence: its first W-1 outputs (their windows reach into
 // the state) and its last W-1 inputs. The convolution's main path leaves the first W-1 outputs of a
-// sequence that starts from a state to the policy (they are flagged kEdge), which computes them,
-// and writes the final states, from the thread that holds the sequence's first position (in
-// channel-first rows, from cf_row_edges, after the convolution).
+// sequence that starts from a state to the policy (they are flagged kEdge), which computes them
+// and writes the final states: in the channel-last forward, from threads of their own at the head
+// of its grid (edge_work); in its backward, from the thread that holds the sequence's first
+// position; in channel-first rows, from cf_row_edges, after the convolution.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +35,7 @@ using ch08::kEdge;
 using ch08::kFinalShift;
 using ch08::Span;
 using ch08::TokenFlags;
+using ch08::zero_vec;
 
 // The sequence that token t (0 <= t < cu_seqlens[n]) belongs to: the last n with cu_seqlens[n] <= t
 // (a length-0 sequence shares its start with the next one, and holds no token).
@@ -62,6 +64,28 @@ __host__ __device__ inline int32_t first_starting_at(const int32_t* cu_seqlens, 
       hi = mid;
   }
   return lo;
+}
+
+// a[i], i known only at run time, without sending `a` to local memory (a few selects).
+template <int M, class V>
+__device__ __forceinline__ V pick(const V (&a)[M], int64_t i) {
+  V v = a[0];
+#pragma unroll
+  for (int m = 1; m < M; ++m)
+    if (i == m) v = a[m];
+  return v;
+}
+
+// The window of a sequence's output j < W-1 (counted from its start) in channel i: its first
+// inputs head[] (channels side by side) and, before them, the W-1 state values st.
+template <int W, class T, int N>
+__device__ __forceinline__ void edge_window(const Vec<T, N> (&head)[W - 1], const T (&st)[W - 1],
+                                            int i, int j, float (&in)[W]) {
+#pragma unroll
+  for (int k = 0; k < W; ++k) {
+    const int p = j - (W - 1) + k;  // the input's place from the sequence's start
+    in[k] = to_float(p >= 0 ? head[p >= 0 ? p : 0].v[i] : st[(W - 1) + p]);
+  }
 }
 
 // [docs:ch10_span]
@@ -363,32 +387,68 @@ struct PackedRows {
     for (int j = 0; j < W - 1; ++j) final_states[(b * dim + d) * (W - 1) + j] = v[j];
   }
 
-  // Channel-last tiles (chapter 08's cl_tiled, chapter 09's): does a tile have edge work? The
-  // first tile of a row does (checked inline: the work itself is out of line).
+  // Channel-last tiles (chapter 09's backward): does a tile have edge work? The first tile of a
+  // row does (checked inline: the work itself is out of line).
   __device__ __forceinline__ bool owns_edges(int64_t t0, int, bool) const { return t0 == 0; }
 
-  // The first tile of a row computes the row's edge outputs, which its walk left alone, and writes
-  // its final states.
-  // (Out of line, as the kernels' other rare work: arguments by value, the filters loaded again.)
-  template <int W, int N>
-  __device__ __noinline__ void tile_edges(const ch08::DirectArgs<T> a, int64_t b, int64_t d0,
-                                          int64_t t0, int, bool) const {
-    if (t0 != 0) return;
-    const T* x = a.x + b * seqlen * dim;
-    T* out = a.out + b * seqlen * dim;
-    for (int i = 0; i < N; ++i) {
-      const int64_t d = d0 + i;
-      const Filter<W> f = ch08::load_filter<W>(a.weight, a.bias, d);
-      if (initial_states)
-        for (int t = 0; t < W - 1; ++t) {
-          const unsigned fl = t < seqlen ? flags<W>(b, t) : 0u;
-          if (fl & kEdge)
-            out[t * dim + d] =
-                from_float<T>(output_from_memory<W>(x + d, dim, f, b, d, t, fl, a.silu));
-        }
-      write_final<W>(x + d, dim, b, d);
-    }
+  // [docs:ch10_rows_edge_work]
+  // The channel-last forward's edge work, in threads of their own at the head of its grid
+  // (cl_tiled): a unit each row when there are states, a thread each unit and N channels. The
+  // row's first W-1 outputs where they read the initial states (the walk left them alone), then
+  // its final states. Every value is read before any is written, so the thread waits on memory
+  // about once, not once a value; and at the head of the grid its wait overlaps the first tiles',
+  // where in the tile that held the row's start it could be the kernel's last.
+  __host__ __device__ int64_t edge_units(int64_t batch) const {
+    return initial_states || final_states ? batch : 0;
   }
+  template <int W, int N>
+  __device__ __noinline__ void edge_work(const ch08::DirectArgs<T> a, int64_t b, int64_t d0) const {
+    const T* x = a.x + b * seqlen * dim + d0;
+    Vec<T, N> head[W - 1], tail[W - 1];  // inputs 0 .. W-2, and the row's last W-1
+    unsigned fl[W - 1];                  // the first outputs' flags
+    bool last[W - 1];                    // the last inputs: in the row's last sequence?
+#pragma unroll
+    for (int j = 0; j < W - 1; ++j) {
+      const int64_t p = seqlen - (W - 1) + j;
+      head[j] = j < seqlen ? *reinterpret_cast<const Vec<T, N>*>(x + j * dim) : zero_vec<T, N>();
+      tail[j] = p >= 0 ? *reinterpret_cast<const Vec<T, N>*>(x + p * dim) : zero_vec<T, N>();
+      fl[j] = initial_states && j < seqlen ? flags_here<W>(b, j) : 0u;
+      last[j] = final_states && in_final(b, p);
+    }
+    T st[N][W - 1];  // the initial states of channels d0 .. d0+N-1, side by side in memory
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+#pragma unroll
+      for (int j = 0; j < W - 1; ++j)
+        st[i][j] = initial_states ? initial_states[(b * dim + d0 + i) * (W - 1) + j]
+                                  : from_float<T>(0.0f);
+    Filter<W> f[N];
+    ch08::load_filters<W, N>(a, d0, f);
+
+#pragma unroll
+    for (int t = 0; t < W - 1; ++t) {
+      if (!(fl[t] & kEdge)) continue;
+      Vec<T, N> o;
+#pragma unroll
+      for (int i = 0; i < N; ++i) {
+        float in[W];
+        edge_window<W>(head, st[i], i, t, in);
+        o.v[i] = from_float<T>(
+            ch08::conv_output<W, true, true>(f[i], in, ch08::taps_with_state<W>(fl[t]), a.silu));
+      }
+      *reinterpret_cast<Vec<T, N>*>(a.out + (b * seqlen + t) * dim + d0) = o;
+    }
+    if (final_states)
+#pragma unroll
+      for (int i = 0; i < N; ++i)
+#pragma unroll
+        for (int j = 0; j < W - 1; ++j)  // (input seqlen - (W-1) + j, an initial state when < 0)
+          final_states[(b * dim + d0 + i) * (W - 1) + j] =
+              !last[j]                    ? from_float<T>(0.0f)
+              : seqlen - (W - 1) + j >= 0 ? tail[j].v[i]
+                                          : pick(st[i], seqlen + j);
+  }
+  // [/docs:ch10_rows_edge_work]
 
   // ---- Backward (chapter 09's kernels).
   // (Out of line, as all the rare work.)
@@ -529,52 +589,60 @@ struct Varlen {
     return span<W, kOwn, kAhead>(b, lo);
   }
 
-  // Channel-last tiles: a tile owns the sequences that start in it (the last tile also those of
-  // length 0 at the very end). A full tile owns none but the last one (checked inline: the work
-  // itself is out of line).
+  // Channel-last tiles (chapter 09's backward): a tile owns the sequences that start in it (the
+  // last tile also those of length 0 at the very end). A full tile owns none but the last one
+  // (checked inline: the work itself is out of line).
   __device__ __forceinline__ bool owns_edges(int64_t t0, int rows, bool full) const {
     return !full || t0 + rows >= total;
   }
-  // For each sequence it owns, it computes the first W-1 outputs when the sequence starts from its
-  // cache row (its walk, and the next tile's, left them alone), and then writes the final state
-  // back into that row. One thread reads a row and then writes it: in place is safe.
+
+  // The channel-last forward's edge work, first in its grid as the rows' (PackedRows::edge_work),
+  // a unit each sequence: its first W-1 outputs when it starts from its cache row (the walk left
+  // them alone), then its final state written back into that row. One thread reads the row and
+  // then writes it: in place is safe.
+  __host__ __device__ int64_t edge_units(int64_t) const { return states_out ? sequences : 0; }
   template <int W, int N>
-  __device__ __noinline__ void tile_edges(const ch08::DirectArgs<T> a, int64_t, int64_t d0,
-                                          int64_t t0, int rows, bool full) const {
-    const int64_t t_end = t0 + rows;
-    if (full && t_end < total) return;  // one sequence covers the tile: none starts here
-    for (int32_t n = first_starting_at(cu_seqlens, sequences, t0); n < sequences; ++n) {
-      const int64_t start = cu_seqlens[n], end = cu_seqlens[n + 1];
-      if (start >= t_end && !(start == total && t_end >= total)) break;
-      const int32_t s = slot(n);
-      if (s < 0 || !states_out) continue;
-      for (int i = 0; i < N; ++i) {
-        const int64_t d = d0 + i;
-        const Filter<W> f = ch08::load_filter<W>(a.weight, a.bias, d);
-        const T* st = states_in ? states_in + (s * dim + d) * (W - 1) : nullptr;
-        if (st)
+  __device__ __noinline__ void edge_work(const ch08::DirectArgs<T> a, int64_t n, int64_t d0) const {
+    const int32_t s = slot(int32_t(n));
+    if (s < 0) return;
+    const int64_t start = cu_seqlens[n], end = cu_seqlens[n + 1];
+    const T* x = a.x + d0;
+    Vec<T, N> head[W - 1], tail[W - 1];  // the sequence's first W-1 inputs, and its last
 #pragma unroll
-          for (int j = 0; j < W - 1; ++j) {
-            const int64_t t = start + j;
-            if (t >= end) break;
-            float in[W];
-#pragma unroll
-            for (int k = 0; k < W; ++k) {
-              const int64_t p = t - (W - 1) + k;
-              in[k] = p >= start ? to_float(a.x[p * dim + d]) : to_float(st[(W - 1) + p - start]);
-            }
-            a.out[t * dim + d] = from_float<T>(ch08::conv_output<W>(f, in, kAllTaps<W>, a.silu));
-          }
-        T v[W - 1];  // every value read before any is written
-#pragma unroll
-        for (int j = 0; j < W - 1; ++j) {
-          const int64_t p = end - (W - 1) + j;
-          v[j] = p >= start ? a.x[p * dim + d] : st ? st[(W - 1) + p - start] : from_float<T>(0.0f);
-        }
-#pragma unroll
-        for (int j = 0; j < W - 1; ++j) states_out[(s * dim + d) * (W - 1) + j] = v[j];
-      }
+    for (int j = 0; j < W - 1; ++j) {
+      const int64_t p = end - (W - 1) + j;
+      head[j] = start + j < end ? *reinterpret_cast<const Vec<T, N>*>(x + (start + j) * dim)
+                                : zero_vec<T, N>();
+      tail[j] = p >= start ? *reinterpret_cast<const Vec<T, N>*>(x + p * dim) : zero_vec<T, N>();
     }
+    T st[N][W - 1];  // its cache row, channels d0 .. d0+N-1 side by side (zeros: none read)
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+#pragma unroll
+      for (int j = 0; j < W - 1; ++j)
+        st[i][j] = states_in ? states_in[(s * dim + d0 + i) * (W - 1) + j] : from_float<T>(0.0f);
+    Filter<W> f[N];
+    ch08::load_filters<W, N>(a, d0, f);
+
+    if (states_in)
+#pragma unroll
+      for (int j = 0; j < W - 1; ++j) {
+        if (start + j >= end) break;
+        Vec<T, N> o;
+#pragma unroll
+        for (int i = 0; i < N; ++i) {
+          float in[W];
+          edge_window<W>(head, st[i], i, j, in);
+          o.v[i] = from_float<T>(ch08::conv_output<W>(f[i], in, kAllTaps<W>, a.silu));
+        }
+        *reinterpret_cast<Vec<T, N>*>(a.out + (start + j) * dim + d0) = o;
+      }
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+#pragma unroll
+      for (int j = 0; j < W - 1; ++j)  // (input end - (W-1) + j, a state value before `start`)
+        states_out[(s * dim + d0 + i) * (W - 1) + j] =
+            end - (W - 1) + j >= start ? tail[j].v[i] : pick(st[i], end - start + j);
   }
 
   // ---- Backward (chapter 09's kernels).
