@@ -79,6 +79,17 @@ __device__ __forceinline__ void cl_tiled(const DirectArgs<T>& a, const FastDivmo
   const T* x = a.x + b * a.seqlen * a.dim + d0;  // row t of this batch at x + t * D
   T* out = a.out + b * a.seqlen * a.dim + d0;
 
+  // (Chapter 10, 16-bit types) every row of the tile asked for at once, into the L2, before
+  // anything waits (prefetch_l2 holds no register; the loads below bring a batch at a time). A
+  // warp's row is lines of 128 bytes, kLanesPerLine lanes each; each lane asks for its own line in
+  // every kLanesPerLine-th row, so the warp asks for each line of the tile once.
+  if constexpr (Seqs::kPacked && sizeof(T) < 4) {
+    constexpr int kLanesPerLine = 128 / int(sizeof(Vec<T, N>));
+    const int lane = threadIdx.x % kLanesPerLine;
+#pragma unroll
+    for (int r = 0; r < kRows; r += kLanesPerLine)
+      if (r + lane < kRows && t0 + r + lane < a.seqlen) prefetch_l2(x + (t0 + r + lane) * a.dim);
+  }
   // The tile's form first (its loads overlap the ones below), then the W-1 rows before the tile
   // and the filters. The form is decided once per tile, not per row: a test between a batch's loads
   // and their use lets the compiler place loads after it, and then fewer rows are in flight.

@@ -244,10 +244,17 @@ struct PackedRows {
                     dfinal_states && own == id[seqlen - 1]);
   }
 
-  // The flags of outputs lo .. lo+N-1 of row b (0 past the row). Out of line and one at a time, as
-  // all the rare work: inline, or unrolled, its registers would count against every thread.
+  // The flags of outputs lo .. lo+N-1 of row b (0 past the row). Away from the row's edges, from
+  // the ids in a few 16-byte loads (vector_flags); at the edges one output at a time, out of line.
   template <int W, int N>
-  __device__ __noinline__ TokenFlags<N> flags_of(int64_t b, int64_t lo) const {
+  __device__ __forceinline__ TokenFlags<N> flags_of(int64_t b, int64_t lo) const {
+    if (seq_idx && lo >= W - 1 && !near_final(lo + N, W)) return vector_flags<W, N>(b, lo);
+    return edge_flags_of<W, N>(b, lo);
+  }
+  // (Out of line and one at a time, as all the rare work: inline, or unrolled, its registers would
+  // count against every thread.)
+  template <int W, int N>
+  __device__ __noinline__ TokenFlags<N> edge_flags_of(int64_t b, int64_t lo) const {
     TokenFlags<N> m = TokenFlags<N>::filled(0);
 #pragma unroll 1
     for (int i = 0; i < N; ++i)
