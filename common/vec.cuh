@@ -68,10 +68,10 @@ __device__ __forceinline__ void store16(T* p, const Vec<T, N>& v) {
 #endif
 }
 
-// Asks for the 128-byte line that holds p to be brought into the L2 cache, without waiting for it
-// and without a register to receive it (prefetch.global.L2): a hint, which the hardware may drop.
-// A thread can have far more of these in flight than loads, whose data needs registers. On AMD
-// a no-op here (the project has not measured a prefetch there).
+// Asks for the 128-byte line that holds p to be brought into the L2 cache (prefetch.global.L2): a
+// hint, which the hardware may drop. Nothing waits for it and no register receives its data, so a
+// thread can ask for more than its registers could hold. On AMD a no-op here (the project has not
+// measured a prefetch there).
 __device__ __forceinline__ void prefetch_l2(const void* p) {
 #if !defined(CONV1D_BACKEND_HIP)
   asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
