@@ -281,20 +281,6 @@ struct PackedRows {
   __device__ __noinline__ unsigned flags(int64_t b, int64_t t) const {
     return flags_here<W>(b, t);
   }
-  template <int W>
-  struct Cursor {
-    const PackedRows* rows;
-    int64_t b, t;
-    __device__ __forceinline__ unsigned next() {
-      const int64_t at = t++;
-      return at < rows->seqlen ? rows->template flags<W>(b, at) : 0u;
-    }
-  };
-  template <int W>
-  __device__ __forceinline__ Cursor<W> cursor(int64_t b, int64_t lo) const {
-    return {this, b, lo};
-  }
-
   template <int W, int kOwn, int kAhead>
   __device__ __forceinline__ Span span(int64_t b, int64_t lo) const {
     if (lo < W - 1) return Span::mixed;  // the row's first outputs reach before t = 0
