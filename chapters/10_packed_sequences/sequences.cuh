@@ -76,6 +76,59 @@ __device__ __forceinline__ V pick(const V (&a)[M], int64_t i) {
   return v;
 }
 
+// The states of N neighbouring channels, st[i][j] for channel d0+i: in memory ([.., D, W-1]) their
+// N (W-1) values lie side by side from p. Read and written with 16-byte accesses where they fill
+// whole ones and p allows it (8 channels of a 16-bit type, 4 of fp32), else a value at a time. A
+// warp's 2-byte stores of a row of states are each one request to the L2 for a 2-byte piece of
+// every lane's 48 bytes: as 24 of them, the edge work of 64 sequences cost the varlen forward more
+// than as 3 whole ones (docs/10_packed_sequences.md, the eleventh version).
+template <class T, int N, int W>
+__device__ __forceinline__ void load_states(const T* p, T (&st)[N][W - 1]) {
+  constexpr int kCount = N * (W - 1), kPer = kPer16<T>;
+  if constexpr (kCount % kPer == 0) {
+    if (reinterpret_cast<uintptr_t>(p) % 16 == 0) {
+#pragma unroll
+      for (int q = 0; q < kCount / kPer; ++q) {
+        const Vec<T, kPer> v = reinterpret_cast<const Vec<T, kPer>*>(p)[q];
+#pragma unroll
+        for (int e = 0, k = q * kPer; e < kPer; ++e, ++k) st[k / (W - 1)][k % (W - 1)] = v.v[e];
+      }
+      return;
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+#pragma unroll
+    for (int j = 0; j < W - 1; ++j) st[i][j] = p[i * (W - 1) + j];
+}
+template <class T, int N, int W>
+__device__ __forceinline__ void fill_states(T (&st)[N][W - 1], T v) {
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+#pragma unroll
+    for (int j = 0; j < W - 1; ++j) st[i][j] = v;
+}
+template <class T, int N, int W>
+__device__ __forceinline__ void store_states(T* p, const T (&st)[N][W - 1]) {
+  constexpr int kCount = N * (W - 1), kPer = kPer16<T>;
+  if constexpr (kCount % kPer == 0) {
+    if (reinterpret_cast<uintptr_t>(p) % 16 == 0) {
+#pragma unroll
+      for (int q = 0; q < kCount / kPer; ++q) {
+        Vec<T, kPer> v;
+#pragma unroll
+        for (int e = 0, k = q * kPer; e < kPer; ++e, ++k) v.v[e] = st[k / (W - 1)][k % (W - 1)];
+        reinterpret_cast<Vec<T, kPer>*>(p)[q] = v;
+      }
+      return;
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+#pragma unroll
+    for (int j = 0; j < W - 1; ++j) p[i * (W - 1) + j] = st[i][j];
+}
+
 // The window of a sequence's output j < W-1 (counted from its start) in channel i: its first
 // inputs head[] (channels side by side) and, before them, the W-1 state values st.
 template <int W, class T, int N>
@@ -408,13 +461,11 @@ struct PackedRows {
       fl[j] = initial_states && j < seqlen ? flags_here<W>(b, j) : 0u;
       last[j] = final_states && in_final(b, p);
     }
-    T st[N][W - 1];  // the initial states of channels d0 .. d0+N-1, side by side in memory
-#pragma unroll
-    for (int i = 0; i < N; ++i)
-#pragma unroll
-      for (int j = 0; j < W - 1; ++j)
-        st[i][j] = initial_states ? initial_states[(b * dim + d0 + i) * (W - 1) + j]
-                                  : from_float<T>(0.0f);
+    T st[N][W - 1];  // the initial states of channels d0 .. d0+N-1
+    if (initial_states)
+      load_states<T, N, W>(initial_states + (b * dim + d0) * (W - 1), st);
+    else
+      fill_states<T, N, W>(st, from_float<T>(0.0f));
     Filter<W> f[N];
     ch08::load_filters<W, N>(a, d0, f);
 
@@ -431,15 +482,17 @@ struct PackedRows {
       }
       *reinterpret_cast<Vec<T, N>*>(a.out + (b * seqlen + t) * dim + d0) = o;
     }
-    if (final_states)
+    if (final_states) {
+      T fin[N][W - 1];
 #pragma unroll
       for (int i = 0; i < N; ++i)
 #pragma unroll
         for (int j = 0; j < W - 1; ++j)  // (input seqlen - (W-1) + j, an initial state when < 0)
-          final_states[(b * dim + d0 + i) * (W - 1) + j] =
-              !last[j]                    ? from_float<T>(0.0f)
-              : seqlen - (W - 1) + j >= 0 ? tail[j].v[i]
-                                          : pick(st[i], seqlen + j);
+          fin[i][j] = !last[j]                    ? from_float<T>(0.0f)
+                      : seqlen - (W - 1) + j >= 0 ? tail[j].v[i]
+                                                  : pick(st[i], seqlen + j);
+      store_states<T, N, W>(final_states + (b * dim + d0) * (W - 1), fin);
+    }
   }
   // [/docs:ch10_rows_edge_work]
 
@@ -519,17 +572,22 @@ struct Varlen {
     return state_indices ? state_indices[n] : n;
   }
 
-  // The flags of token t of sequence n.
+  // The flags of token t of a sequence of tokens start .. end-1 with cache row s.
   template <int W>
-  __device__ __forceinline__ unsigned flags_in(int32_t n, int64_t t) const {
-    const int64_t start = cu_seqlens[n], end = cu_seqlens[n + 1];
+  __device__ __forceinline__ unsigned flags_at(int64_t start, int64_t end, int32_t s,
+                                               int64_t t) const {
     unsigned m = 0;
 #pragma unroll
     for (int k = 0; k < W; ++k) m |= (t - (W - 1) + k >= start ? 1u : 0u) << k;
-    if (states_in && t - start < W - 1 && slot(n) >= 0) m |= kEdge;
-    if (dfinal_states && end - t <= W - 1 && slot(n) >= 0)
+    if (states_in && t - start < W - 1 && s >= 0) m |= kEdge;
+    if (dfinal_states && end - t <= W - 1 && s >= 0)
       m |= unsigned(t - (end - (W - 1)) + 1) << kFinalShift;
     return m;
+  }
+  // The flags of token t of sequence n.
+  template <int W>
+  __device__ __forceinline__ unsigned flags_in(int32_t n, int64_t t) const {
+    return flags_at<W>(cu_seqlens[n], cu_seqlens[n + 1], slot(n), t);
   }
 
   template <int W>
@@ -537,30 +595,29 @@ struct Varlen {
     return flags_in<W>(sequence_of(cu_seqlens, sequences, t), t);
   }
 
-  // One search, then the sequence index moves along with t.
-  template <int W>
-  struct Cursor {
-    const Varlen* v;
-    int64_t t;
-    int32_t n;
-    __device__ __forceinline__ unsigned next() {
-      const int64_t at = t++;
-      if (at >= v->total) return 0u;
-      while (v->cu_seqlens[n + 1] <= at) ++n;
-      return v->template flags_in<W>(n, at);
-    }
-  };
-  template <int W>
-  __device__ __forceinline__ Cursor<W> cursor(int64_t, int64_t lo) const {
-    return {this, lo, sequence_of(cu_seqlens, sequences, lo < total ? lo : 0)};
-  }
-  // (Out of line: the ranges that need it are few, and its loop would cost every thread registers.)
+  // A mixed range's flags (out of line: the ranges that need it are few, and its loop would cost
+  // every thread registers). One search for the sequence of output lo, then that sequence's bounds
+  // and cache row held in registers: memory is read again only where a sequence ends inside the
+  // range, not for every output (the walk this replaced read them again for each output, a chain
+  // of waits on memory that cost the varlen forward 1.8 points of the copy ceiling).
   template <int W, int N>
-  __device__ __noinline__ TokenFlags<N> flags_of(int64_t b, int64_t lo) const {
-    Cursor<W> c = cursor<W>(b, lo);
+  __device__ __noinline__ TokenFlags<N> flags_of(int64_t, int64_t lo) const {
     TokenFlags<N> m = TokenFlags<N>::filled(0);
+    if (lo >= total) return m;
+    int32_t n = sequence_of(cu_seqlens, sequences, lo);
+    int64_t start = cu_seqlens[n], end = cu_seqlens[n + 1];
+    int32_t s = slot(n);
 #pragma unroll
-    for (int i = 0; i < N; ++i) m.put(i, c.next());
+    for (int i = 0; i < N; ++i) {
+      const int64_t t = lo + i;
+      if (t >= total) break;  // (past the last token: no taps)
+      while (end <= t) {      // (t in a later sequence, perhaps past some of length 0)
+        start = end;
+        end = cu_seqlens[++n + 1];
+        s = slot(n);
+      }
+      m.put(i, flags_at<W>(start, end, s, t));
+    }
     return m;
   }
 
@@ -608,12 +665,11 @@ struct Varlen {
                                 : zero_vec<T, N>();
       tail[j] = p >= start ? *reinterpret_cast<const Vec<T, N>*>(x + p * dim) : zero_vec<T, N>();
     }
-    T st[N][W - 1];  // its cache row, channels d0 .. d0+N-1 side by side (zeros: none read)
-#pragma unroll
-    for (int i = 0; i < N; ++i)
-#pragma unroll
-      for (int j = 0; j < W - 1; ++j)
-        st[i][j] = states_in ? states_in[(s * dim + d0 + i) * (W - 1) + j] : from_float<T>(0.0f);
+    T st[N][W - 1];  // its cache row, channels d0 .. d0+N-1 (zeros: none read)
+    if (states_in)
+      load_states<T, N, W>(states_in + (s * dim + d0) * (W - 1), st);
+    else
+      fill_states<T, N, W>(st, from_float<T>(0.0f));
     Filter<W> f[N];
     ch08::load_filters<W, N>(a, d0, f);
 
@@ -630,12 +686,13 @@ struct Varlen {
         }
         *reinterpret_cast<Vec<T, N>*>(a.out + (start + j) * dim + d0) = o;
       }
+    T fin[N][W - 1];
 #pragma unroll
     for (int i = 0; i < N; ++i)
 #pragma unroll
       for (int j = 0; j < W - 1; ++j)  // (input end - (W-1) + j, a state value before `start`)
-        states_out[(s * dim + d0 + i) * (W - 1) + j] =
-            end - (W - 1) + j >= start ? tail[j].v[i] : pick(st[i], end - start + j);
+        fin[i][j] = end - (W - 1) + j >= start ? tail[j].v[i] : pick(st[i], end - start + j);
+    store_states<T, N, W>(states_out + (s * dim + d0) * (W - 1), fin);
   }
 
   // ---- Backward (chapter 09's kernels).
