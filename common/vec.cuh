@@ -81,7 +81,7 @@ __device__ __forceinline__ void prefetch_l2(const void* p) {
 }
 
 // True when `p` can be read or written `bytes` at a time.
-inline bool aligned_to(const void* p, int bytes) {
+__host__ __device__ inline bool aligned_to(const void* p, int bytes) {
   return reinterpret_cast<uintptr_t>(p) % bytes == 0;
 }
 

@@ -77,19 +77,20 @@ __device__ __forceinline__ V pick(const V (&a)[M], int64_t i) {
 }
 
 // The states of N neighbouring channels, st[i][j] for channel d0+i: in memory ([.., D, W-1]) their
-// N (W-1) values lie side by side from p. Read and written with 16-byte accesses where they fill
-// whole ones and p allows it (8 channels of a 16-bit type, 4 of fp32), else a value at a time. A
-// warp's 2-byte stores of a row of states are each one request to the L2 for a 2-byte piece of
-// every lane's 48 bytes: as 24 of them, the edge work of 64 sequences cost the varlen forward more
-// than as 3 whole ones (docs/10_packed_sequences.md, the eleventh version).
+// N (W-1) values lie side by side from base + at (zeros when `base` is null: no states). Read and
+// written with 16-byte accesses where they fill whole ones and the address allows it (8 channels
+// of a 16-bit type, 4 of fp32), else a value at a time. A warp's 2-byte stores of a row of states are
+// each one request to the L2 for a 2-byte piece of every lane's 48 bytes: as 24 of them, the edge
+// work of 64 sequences cost the varlen forward more than as 3 whole ones
+// (docs/10_packed_sequences.md, the eleventh version).
 template <class T, int N, int W>
-__device__ __forceinline__ void load_states(const T* p, T (&st)[N][W - 1]) {
+__device__ __forceinline__ void load_states(const T* base, int64_t at, T (&st)[N][W - 1]) {
   constexpr int kCount = N * (W - 1), kPer = kPer16<T>;
   if constexpr (kCount % kPer == 0) {
-    if (reinterpret_cast<uintptr_t>(p) % 16 == 0) {
+    if (base && aligned_to(base + at, 16)) {
 #pragma unroll
       for (int q = 0; q < kCount / kPer; ++q) {
-        const Vec<T, kPer> v = reinterpret_cast<const Vec<T, kPer>*>(p)[q];
+        const Vec<T, kPer> v = reinterpret_cast<const Vec<T, kPer>*>(base + at)[q];
 #pragma unroll
         for (int e = 0, k = q * kPer; e < kPer; ++e, ++k) st[k / (W - 1)][k % (W - 1)] = v.v[e];
       }
@@ -99,26 +100,20 @@ __device__ __forceinline__ void load_states(const T* p, T (&st)[N][W - 1]) {
 #pragma unroll
   for (int i = 0; i < N; ++i)
 #pragma unroll
-    for (int j = 0; j < W - 1; ++j) st[i][j] = p[i * (W - 1) + j];
+    for (int j = 0; j < W - 1; ++j)
+      st[i][j] = base ? base[at + i * (W - 1) + j] : from_float<T>(0.0f);
 }
 template <class T, int N, int W>
-__device__ __forceinline__ void fill_states(T (&st)[N][W - 1], T v) {
-#pragma unroll
-  for (int i = 0; i < N; ++i)
-#pragma unroll
-    for (int j = 0; j < W - 1; ++j) st[i][j] = v;
-}
-template <class T, int N, int W>
-__device__ __forceinline__ void store_states(T* p, const T (&st)[N][W - 1]) {
+__device__ __forceinline__ void store_states(T* base, int64_t at, const T (&st)[N][W - 1]) {
   constexpr int kCount = N * (W - 1), kPer = kPer16<T>;
   if constexpr (kCount % kPer == 0) {
-    if (reinterpret_cast<uintptr_t>(p) % 16 == 0) {
+    if (aligned_to(base + at, 16)) {
 #pragma unroll
       for (int q = 0; q < kCount / kPer; ++q) {
         Vec<T, kPer> v;
 #pragma unroll
         for (int e = 0, k = q * kPer; e < kPer; ++e, ++k) v.v[e] = st[k / (W - 1)][k % (W - 1)];
-        reinterpret_cast<Vec<T, kPer>*>(p)[q] = v;
+        reinterpret_cast<Vec<T, kPer>*>(base + at)[q] = v;
       }
       return;
     }
@@ -126,7 +121,7 @@ __device__ __forceinline__ void store_states(T* p, const T (&st)[N][W - 1]) {
 #pragma unroll
   for (int i = 0; i < N; ++i)
 #pragma unroll
-    for (int j = 0; j < W - 1; ++j) p[i * (W - 1) + j] = st[i][j];
+    for (int j = 0; j < W - 1; ++j) base[at + i * (W - 1) + j] = st[i][j];
 }
 
 // The window of a sequence's output j < W-1 (counted from its start) in channel i: its first
@@ -462,10 +457,7 @@ struct PackedRows {
       last[j] = final_states && in_final(b, p);
     }
     T st[N][W - 1];  // the initial states of channels d0 .. d0+N-1
-    if (initial_states)
-      load_states<T, N, W>(initial_states + (b * dim + d0) * (W - 1), st);
-    else
-      fill_states<T, N, W>(st, from_float<T>(0.0f));
+    load_states<T, N, W>(initial_states, (b * dim + d0) * (W - 1), st);
     Filter<W> f[N];
     ch08::load_filters<W, N>(a, d0, f);
 
@@ -491,7 +483,7 @@ struct PackedRows {
           fin[i][j] = !last[j]                    ? from_float<T>(0.0f)
                       : seqlen - (W - 1) + j >= 0 ? tail[j].v[i]
                                                   : pick(st[i], seqlen + j);
-      store_states<T, N, W>(final_states + (b * dim + d0) * (W - 1), fin);
+      store_states<T, N, W>(final_states, (b * dim + d0) * (W - 1), fin);
     }
   }
   // [/docs:ch10_rows_edge_work]
@@ -666,10 +658,7 @@ struct Varlen {
       tail[j] = p >= start ? *reinterpret_cast<const Vec<T, N>*>(x + p * dim) : zero_vec<T, N>();
     }
     T st[N][W - 1];  // its cache row, channels d0 .. d0+N-1 (zeros: none read)
-    if (states_in)
-      load_states<T, N, W>(states_in + (s * dim + d0) * (W - 1), st);
-    else
-      fill_states<T, N, W>(st, from_float<T>(0.0f));
+    load_states<T, N, W>(states_in, (s * dim + d0) * (W - 1), st);
     Filter<W> f[N];
     ch08::load_filters<W, N>(a, d0, f);
 
@@ -692,7 +681,7 @@ struct Varlen {
 #pragma unroll
       for (int j = 0; j < W - 1; ++j)  // (input end - (W-1) + j, a state value before `start`)
         fin[i][j] = end - (W - 1) + j >= start ? tail[j].v[i] : pick(st[i], end - start + j);
-    store_states<T, N, W>(states_out + (s * dim + d0) * (W - 1), fin);
+    store_states<T, N, W>(states_out, (s * dim + d0) * (W - 1), fin);
   }
 
   // ---- Backward (chapter 09's kernels).
