@@ -22,11 +22,12 @@ constexpr int kChunkedThreads = 128;  // a block
 // [docs:ch08_cf_chunked]
 template <class T, int W, int kVecs, class Seqs>
 __device__ __forceinline__ void cf_chunked(const DirectArgs<T>& a, const FastDivmod& by_len,
-                                           const FastDivmod& by_dim, const Seqs& seqs) {
+                                           const FastDivmod& by_dim, const Seqs& seqs,
+                                           int64_t block) {
   constexpr int kPer = kPer16<T>;
   const int64_t n = a.elements();
   const int lane = threadIdx.x % kWarpLanes;
-  const int64_t warp = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / kWarpLanes;
+  const int64_t warp = (block * blockDim.x + threadIdx.x) / kWarpLanes;
   const int64_t chunk0 = warp * kVecs * kWarpLanes * kPer;  // first element of the warp's chunk
   auto first_element = [&](int j) { return chunk0 + (int64_t(j) * kWarpLanes + lane) * kPer; };
 
@@ -39,6 +40,9 @@ __device__ __forceinline__ void cf_chunked(const DirectArgs<T>& a, const FastDiv
   CfSpot<W> spot[kVecs];  // and their filters, loaded while the vectors are on their way
 #pragma unroll
   for (int j = 0; j < kVecs; ++j) spot[j] = cf_spot<T, W>(a, by_len, by_dim, first_element(j));
+  // (Chapter 10: a span map's convolution is launched early, while the kernel that makes the map
+  // finishes, and waits for it here, its loads on their way; without an early launch, a no-op.)
+  if constexpr (Seqs::kSpanMap) wait_for_previous_launch();
   Bytes16 carry{};  // lane 0: the vector before its next one
   if (lane == 0 && chunk0 > 0 && chunk0 < n)
     carry = *reinterpret_cast<const Bytes16*>(a.x + chunk0 - kPer);
@@ -73,7 +77,16 @@ template <class T, int W, int kVecs, class Seqs = OneSequencePerRow,
           std::enable_if_t<!Seqs::kPacked, int> = 0>
 __global__ void conv_fwd_cf_chunked(DirectArgs<T> a, FastDivmod by_len, FastDivmod by_dim,
                                     Seqs seqs) {
-  cf_chunked<T, W, kVecs>(a, by_len, by_dim, seqs);
+  int64_t block = blockIdx.x;
+  if constexpr (Seqs::kRowHeads) {  // (chapter 10) the grid's first blocks: the rows' heads
+    const int64_t head_blocks = ceil_div(seqs.head_threads(a.batch, a.dim), kChunkedThreads);
+    if (block < head_blocks) {
+      seqs.template row_head<W>(a, block * kChunkedThreads + threadIdx.x);
+      return;
+    }
+    block -= head_blocks;
+  }
+  cf_chunked<T, W, kVecs>(a, by_len, by_dim, seqs, block);
 }
 // [/docs:ch08_cf_chunked]
 
@@ -84,7 +97,7 @@ constexpr int kPackedCfMinBlocks = 8;
 template <class T, int W, int kVecs, class Seqs, std::enable_if_t<Seqs::kPacked, int> = 0>
 __global__ void __launch_bounds__(kChunkedThreads, kPackedCfMinBlocks)
     conv_fwd_cf_chunked(DirectArgs<T> a, FastDivmod by_len, FastDivmod by_dim, Seqs seqs) {
-  cf_chunked<T, W, kVecs>(a, by_len, by_dim, seqs);
+  cf_chunked<T, W, kVecs>(a, by_len, by_dim, seqs, blockIdx.x);
 }
 // Vectors per thread when the command line does not say: 2 (the fastest of 1, 2, 4 and 8 at
 // 8x4096x4096 bf16 on an H200, bench_08_sweep.tsv) when that still gives every multiprocessor two
@@ -104,7 +117,9 @@ void launch_cf_chunked(const DirectArgs<T>& a, int width, int vecs_per_thread, c
   const FastDivmod by_len(a.seqlen), by_dim(a.dim);
   const int64_t vectors = ceil_div(a.elements(), kPer16<T>);
   const int64_t warps = ceil_div(vectors, int64_t(vecs_per_thread) * kWarpLanes);
-  const int64_t blocks = ceil_div(warps * kWarpLanes, kChunkedThreads);
+  int64_t blocks = ceil_div(warps * kWarpLanes, kChunkedThreads);
+  if constexpr (Seqs::kRowHeads)  // (chapter 10) and before them, the rows' heads
+    blocks += ceil_div(seqs.head_threads(a.batch, a.dim), kChunkedThreads);
   dispatch_width(width, [&](auto w) {
     constexpr int W = decltype(w)::value;
     void (*kernel)(DirectArgs<T>, FastDivmod, FastDivmod, Seqs) = nullptr;
@@ -125,8 +140,10 @@ void launch_cf_chunked(const DirectArgs<T>& a, int width, int vecs_per_thread, c
       throw std::invalid_argument("conv_fwd_cf_chunked: not compiled for " +
                                   std::to_string(vecs_per_thread) +
                                   " vectors with these sequences");
-    launch_or_describe("conv_fwd_cf_chunked", kernel, blocks, kChunkedThreads, s, facts, a, by_len,
-                       by_dim, seqs);
+    bool early = false;  // (chapter 10: behind the kernel that makes a span map, launched early)
+    if constexpr (Seqs::kSpanMap) early = seqs.spans != nullptr;
+    launch_early_or_describe("conv_fwd_cf_chunked", kernel, blocks, kChunkedThreads, 0, s, facts,
+                             early, a, by_len, by_dim, seqs);
   });
 }
 

@@ -162,6 +162,7 @@ struct OneSequencePerRow {
   static constexpr bool kSpanMap = false;  // (chapter 10: spans and flags from a map in memory)
   static constexpr bool kFewConfigurations = false;  // (see compiled() below)
   static constexpr bool kMixedApart = false;  // (chapter 10: cl_tiled's backward in two launches)
+  static constexpr bool kRowHeads = false;    // (chapter 10: cf_chunked's first blocks, row heads)
   template <int W, int kOwn, int kAhead>
   __device__ __forceinline__ Span span(int64_t, int64_t lo) const {
     return lo >= W - 1 ? Span::full : Span::mixed;

@@ -1,28 +1,31 @@
 // Chapter 10: what the convolution leaves when it reads a span map (span_map.cuh): each row's first
 // vector, whose taps may reach into the initial states, and the row's final states. Two threads a
 // row (b, d): one computes the first vector's outputs, each by its own flags (its kEdge taps read
-// the states), the other writes the final states. It replaces cf_row_edges where the map is used:
-// the same outputs by the same arithmetic (so a row computed in chunks, or without the map, gives
-// the same bits), but the vector loaded whole and its states and final states apart.
+// the states), the other writes the final states. They are the first blocks of the convolution's
+// own grid (RowSpans::row_head, chapter 08's cf_chunked), so their loads, a chain of dependent ones
+// a thread, overlap the convolution's streaming instead of following it. It is the same work as
+// cf_row_edges' by the same arithmetic (so a row computed in chunks, or without the map, gives the
+// same bits), but the vector loaded whole and its states and final states apart.
 //
 // It reads x, the ids and the states, none of which the convolution writes, and writes outputs the
-// convolution does not: it may run before the convolution or after it.
+// convolution's other threads do not.
 #pragma once
 
 #include "chapters/08_direct_forward/direct_common.cuh"
 #include "chapters/10_packed_sequences/sequences.cuh"
-#include "common/launch.cuh"
 
 namespace conv1d::ch10 {
 
 // [docs:ch10_cf_row_heads]
+// Thread i of the rows' heads, i < 2 B D: the first vector of row i (b * D + d; a warp's lanes:
+// channels of one batch row), or, from i = B D on, the final states of row i - B D.
 template <class T, int W>
-__global__ void cf_row_heads(ch08::DirectArgs<T> a, PackedRows<T> seqs) {
+__device__ __forceinline__ void cf_row_head(const ch08::DirectArgs<T>& a,
+                                            const PackedRows<T>& seqs, int64_t i) {
   constexpr int kPer = kPer16<T>;
   static_assert(kPer >= W - 1, "only a row's first vector reaches before t = 0");
   const int64_t rows = a.batch * a.dim;
-  const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  const int64_t row = i % rows;  // b * D + d; a warp's lanes: channels of one batch row
+  const int64_t row = i % rows;
   if (i >= 2 * rows) return;
   const int64_t b = row / a.dim, d = row - b * a.dim;
   const T* x = a.x + row * a.seqlen;
@@ -50,19 +53,5 @@ __global__ void cf_row_heads(ch08::DirectArgs<T> a, PackedRows<T> seqs) {
   *reinterpret_cast<Vec<T, kPer>*>(a.out + row * a.seqlen) = ch08::from_floats<T, kPer>(y);
 }
 // [/docs:ch10_cf_row_heads]
-
-constexpr int kRowHeadsThreads = 128;
-
-template <class T>
-void launch_cf_row_heads(const ch08::DirectArgs<T>& a, int width, const PackedRows<T>& seqs,
-                         cudaStream_t s = 0) {
-  const int64_t threads = 2 * a.batch * a.dim;
-  if (threads == 0) return;
-  dispatch_width(width, [&](auto w) {
-    launch_or_describe("cf_row_heads", cf_row_heads<T, decltype(w)::value>,
-                       ceil_div(threads, int64_t(kRowHeadsThreads)), kRowHeadsThreads, s, nullptr,
-                       a, seqs);
-  });
-}
 
 }  // namespace conv1d::ch10

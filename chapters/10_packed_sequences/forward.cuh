@@ -71,8 +71,8 @@ Forward<T> varlen_forward(const ch08::DirectArgs<T>& a, const int32_t* cu_seqlen
 }
 
 // The rows form with a span map (span_map.cuh) where it applies: channel-first rows whose length
-// is a multiple of the vector. `workspace`: span_map_bytes(B, L) bytes of device memory, which the
-// forward overwrites (one forward at a time per workspace).
+// is a (non-zero) multiple of the vector. `workspace`: span_map_bytes(B, L) bytes of device
+// memory, which the forward overwrites (one forward at a time per workspace).
 template <class T>
 Forward<T> with_span_map(Forward<T> f, void* workspace) {
   f.span_workspace = workspace;
@@ -81,7 +81,7 @@ Forward<T> with_span_map(Forward<T> f, void* workspace) {
 template <class T>
 bool uses_span_map(const Forward<T>& f) {
   return f.form == Form::rows && f.layout == Layout::channel_first && f.span_workspace &&
-         f.conv.seqlen % kPer16<T> == 0;
+         f.conv.seqlen > 0 && f.conv.seqlen % kPer16<T> == 0;
 }
 // The map of a forward that uses one (its arrays null without seq_idx: then none is made), and
 // the convolution's view of it.
@@ -91,9 +91,9 @@ SpanMap span_map_of(const Forward<T>& f) {
   return span_map_in(f.span_workspace, f.conv.batch, f.conv.seqlen / kPer16<T>);
 }
 template <class T>
-RowSpans row_spans(const Forward<T>& f) {
+RowSpans<T> row_spans(const Forward<T>& f) {
   const SpanMap m = span_map_of(f);
-  return RowSpans{m.spans, m.flags, m.vectors_per_row};
+  return RowSpans<T>{m.spans, m.flags, m.vectors_per_row, f.rows};
 }
 
 // The channel-last access chapter 10's kernels are compiled for (ch08::compiled): 16 bytes where D
@@ -115,15 +115,16 @@ inline bool overlap(const void* a, size_t a_bytes, const void* b, size_t b_bytes
   return a && b && pa < pb + b_bytes && pb < pa + a_bytes;
 }
 
-// Does the forward take a second kernel after the convolution? (Channel-first rows: chapter 08's
-// kernel leaves each row's first vector, and any vector across rows, to cf_row_edges; with a span
-// map, each row's first vector to cf_row_heads.)
+// Does the forward take a second kernel after the convolution? (Channel-first rows without a span
+// map: chapter 08's kernel leaves each row's first vector, and any vector across rows, to
+// cf_row_edges. With one, the convolution's first blocks take each row's first vector and final
+// states: cf_row_heads.cuh.)
 template <class T>
 bool has_row_edges(const Forward<T>& f) {
-  return f.form == Form::rows && f.layout == Layout::channel_first;
+  return f.form == Form::rows && f.layout == Layout::channel_first && !uses_span_map(f);
 }
 
-// The convolution of a forward, the span map before it and cf_row_edges or cf_row_heads after it
+// The convolution of a forward, the span map before it and cf_row_edges after it
 // (forward_kernels.cuh; compiled once per storage type in the chapter's kernel library, the
 // chapter and its tests link it). With `facts`, run_forward only describes the convolution.
 template <class T>
@@ -148,7 +149,10 @@ extern template void run_row_edges<__nv_bfloat16>(const Forward<__nv_bfloat16>&,
 
 // The launches, each through record(name, launch) (the chapter times them); `vectors` and `rows`
 // are chapter 08's launch choices (cf_chunked, cl_tiled). With `facts`, only describes the
-// convolution.
+// convolution. A span map's kernel and the convolution, which starts while the map finishes
+// (programmatic dependent launch, common/launch.cuh), are one record: an event between them would
+// hold the convolution back.
+constexpr const char* kMapAndConvolution = "make_span_map + conv_fwd_cf_chunked";
 template <class T, class Record>
 void launch_forward(const Forward<T>& f, int width, int vectors, int rows, Record&& record,
                     cudaStream_t s = 0, KernelFacts* facts = nullptr) {
@@ -160,12 +164,16 @@ void launch_forward(const Forward<T>& f, int width, int vectors, int rows, Recor
           "is the one updated in place)");
   }
   if (facts) return run_forward(f, width, vectors, rows, s, facts);
-  if (span_map_of(f).spans) record("make_span_map", [&] { run_span_map(f, width, s); });
+  if (span_map_of(f).spans) {  // the convolution starts while the map finishes: one record
+    record(kMapAndConvolution, [&] {
+      run_span_map(f, width, s);
+      run_forward(f, width, vectors, rows, s, nullptr);
+    });
+    return;
+  }
   record(f.layout == Layout::channel_last ? "conv_fwd_cl_tiled" : "conv_fwd_cf_chunked",
          [&] { run_forward(f, width, vectors, rows, s, nullptr); });
-  if (has_row_edges(f))
-    record(uses_span_map(f) ? "cf_row_heads" : "cf_row_edges",
-           [&] { run_row_edges(f, width, s); });
+  if (has_row_edges(f)) record("cf_row_edges", [&] { run_row_edges(f, width, s); });
 }
 
 }  // namespace conv1d::ch10

@@ -6,7 +6,6 @@
 #include "chapters/08_direct_forward/cf_chunked.cuh"
 #include "chapters/08_direct_forward/cl_tiled.cuh"
 #include "chapters/10_packed_sequences/cf_row_edges.cuh"
-#include "chapters/10_packed_sequences/cf_row_heads.cuh"
 #include "chapters/10_packed_sequences/forward.cuh"
 
 namespace conv1d::ch10 {
@@ -44,11 +43,7 @@ void run_span_map(const Forward<T>& f, int width, cudaStream_t s) {
 
 template <class T>
 void run_row_edges(const Forward<T>& f, int width, cudaStream_t s) {
-  if (!has_row_edges(f)) return;
-  if (uses_span_map(f))
-    launch_cf_row_heads(f.conv, width, f.rows, s);
-  else
-    launch_cf_row_edges(f.conv, width, f.rows, s);
+  if (has_row_edges(f)) launch_cf_row_edges(f.conv, width, f.rows, s);
 }
 
 }  // namespace conv1d::ch10

@@ -15,10 +15,11 @@
 // channel-first rows a second, small one for each row's first outputs and final states
 // (cf_row_edges.cuh); where the rows' length is a multiple of the vector, a span map made once per
 // batch row before the convolution (span_map.cuh) tells it each vector's span and flags, and the
-// second launch takes only the rows' first vectors and final states (cf_row_heads.cuh). A packed
-// backward is the kernel and chapter 09's fixed-order sum of the weight gradients, with the states'
-// gradients (dinitial_states, and dfinal_states coming back in) handled by the same launch; in
-// channel-first rows a span map made before it gives it every vector's flags, the edges' too.
+// convolution's first blocks take the rows' first vectors and final states (cf_row_heads.cuh),
+// instead of a launch after it. A packed backward is the kernel and chapter 09's fixed-order sum
+// of the weight gradients, with the states' gradients (dinitial_states, and dfinal_states coming
+// back in) handled by the same launch; in channel-first rows a span map made before it gives it
+// every vector's flags, the edges' too.
 // Chapter 08's and 09's kernels on the same x without packing (*_plain) measure what it costs. As in
 // chapters 08 and 09 the tensors stay on the device and a timed run is the kernels alone.
 #include <algorithm>
@@ -725,12 +726,12 @@ MeasuredVariant PackedChapter::variant(const Step& st) {
   }
   const bool map_ids = map_all && !pk_.seq_idx.empty();  // (chunks run without seq_idx)
   if (!st.backward && !plain && !var && st.layout == Layout::channel_first) {
-    // Channel-first rows: the rows' edges and final states in a kernel of their own, after the
-    // convolution (cf_row_edges.cuh, or cf_row_heads.cuh with a span map); the states are its
-    // bytes, the rest the convolution's, but the ids: with a span map, make_span_map's.
-    m.kernels = {{kernel, flops, tensor_bytes + params + (map_ids ? 0 : ids)}};
-    if (map_ids) m.kernels.push_back({"make_span_map", 0, ids});
-    if (!map_none) m.kernels.push_back({"cf_row_heads", 0, states});
+    // Channel-first rows: the rows' edges and final states in a kernel of their own after the
+    // convolution (cf_row_edges.cuh), whose bytes the states are; with a span map, in the
+    // convolution's first blocks (cf_row_heads.cuh), and make_span_map (which reads the ids)
+    // timed with the convolution, which it overlaps (forward.cuh).
+    m.kernels = {{map_ids ? kMapAndConvolution : kernel, flops,
+                  tensor_bytes + params + ids + (map_none ? 0 : states)}};
     if (!map_all) m.kernels.push_back({"cf_row_edges", 0, states});
     m.whole_run_name = "whole forward";
     m.whole_run_bytes = tensor_bytes + params + ids + states;

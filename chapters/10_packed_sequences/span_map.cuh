@@ -8,7 +8,8 @@
 // and the flags where it needs them.
 //
 //   forward   (RowSpans) the flags of mixed vectors; a row's first vector, whose taps may reach
-//             into the initial states, and the final states are cf_row_heads' (cf_row_heads.cuh).
+//             into the initial states, and the final states are the convolution's first blocks'
+//             (cf_row_heads.cuh).
 //             Without seq_idx no map is made: a row's only vector that is not full is its first
 //             (RowSpans answers from the position, as chapter 08 does).
 //   backward  (RowSpansBwd, chapter 09's cf_fused) every vector's flags, the edges' bits among
@@ -26,6 +27,7 @@
 #include <cstdint>
 
 #include "chapters/08_direct_forward/direct_common.cuh"
+#include "chapters/10_packed_sequences/cf_row_heads.cuh"
 #include "chapters/10_packed_sequences/sequences.cuh"
 #include "common/launch.cuh"
 
@@ -63,11 +65,16 @@ inline SpanMap span_map_in(void* workspace, int64_t batch, int64_t vectors_per_r
 // [docs:ch10_span_map]
 // The sequence policy of chapter 08's cf_chunked over a span map: the vector at position lo of row
 // b (lo a multiple of its size) is full, padding or mixed, and a mixed one's flags are in the map.
+// The grid's first blocks take the rows' heads (cf_row_heads.cuh), with the ids and states of
+// `rows`.
+template <class T>
 struct RowSpans {
   static constexpr bool kPacked = false, kSpanMap = true, kFewConfigurations = true;
+  static constexpr bool kRowHeads = true;
   const uint8_t* spans = nullptr;  // [B, V], or nullptr: no seq_idx
   const uint32_t* flags = nullptr;
   int64_t vectors_per_row = 0;
+  PackedRows<T> rows;
   template <int W, int kOwn, int kAhead>
   __device__ __forceinline__ Span span(int64_t b, int64_t lo) const {
     if (!spans) return lo < W - 1 ? Span::mixed : Span::full;
@@ -80,6 +87,13 @@ struct RowSpans {
 #pragma unroll
     for (int w = 0; w < TokenFlags<N>::kWords; ++w) m.w[w] = f[w];
     return m;
+  }
+  __host__ __device__ static int64_t head_threads(int64_t batch, int64_t dim) {
+    return 2 * batch * dim;  // two a row: its first vector, its final states
+  }
+  template <int W>
+  __device__ __forceinline__ void row_head(const ch08::DirectArgs<T>& a, int64_t i) const {
+    cf_row_head<T, W>(a, rows, i);
   }
 };
 
@@ -122,6 +136,7 @@ __device__ uint8_t lane_code(const PackedRows<T>& seqs, int64_t b, int64_t lo, S
 template <class T, int W, bool kBackward>
 __global__ void make_span_map(PackedRows<T> seqs, SpanMap m, int64_t vectors) {
   constexpr int kPer = kPer16<T>;
+  allow_next_launch();  // the forward's convolution may start now: it waits before reading the map
   const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;  // b * V + v
   if (i >= vectors) return;
   const int64_t b = i / m.vectors_per_row, lo = (i - b * m.vectors_per_row) * kPer;
