@@ -53,6 +53,16 @@ struct BwdArgs {
   CONV1D_HOST_DEVICE int64_t elements() const { return batch * dim * seqlen; }
 };
 
+// Whether dz takes SiLU's derivative: chapter 09's kernels ask the arguments at each position;
+// chapter 10's packed kernels, whose steps take several forms, are compiled once with it and once
+// without (the test and the SiLU code in every form of every step made the channel-first kernel
+// wait on its instruction fetch).
+enum class Silu : uint8_t { runtime, off, on };
+template <Silu S, class T>
+__device__ __forceinline__ bool silu_in(const BwdArgs<T>& a) {
+  return S == Silu::runtime ? a.silu : S == Silu::on;
+}
+
 // dz at one position from dout there and, with SiLU, the window x[t-(W-1) .. t] (zeros before t = 0
 // already in it).
 template <int W>

@@ -58,7 +58,7 @@ __device__ __forceinline__ void tail_of(const Vec<T, kPer16<T>>& v, float* out) 
 }
 
 // [docs:ch09_cf_fused]
-template <class T, int W, int kVecs, bool kVec, class Seqs>
+template <class T, int W, int kVecs, bool kVec, Silu kSilu, class Seqs>
 __device__ __forceinline__ void cf_fused(const BwdArgs<T>& a, const FastDivmod& by_chunks,
                                          const FastDivmod& by_dim, const Seqs& seqs) {
   constexpr int kPer = kPer16<T>;
@@ -72,6 +72,7 @@ __device__ __forceinline__ void cf_fused(const BwdArgs<T>& a, const FastDivmod& 
   const T* g = a.dout + row * len;
   auto first_of = [&](int j) { return p_chunk + (int64_t(j) * kWarpLanes + lane) * kPer; };
   const Filter<W> f = load_filter<W>(a.weight, a.bias, d);
+  const bool silu = silu_in<kSilu>(a);
 
   // 1. Every load first: the chunk's x and dout, the x before the chunk (lane 0) and the x and
   //    dout after it (lane 31, for the dz ahead of the chunk's last vector).
@@ -178,9 +179,9 @@ __device__ __forceinline__ void cf_fused(const BwdArgs<T>& a, const FastDivmod& 
           float in[W];
 #pragma unroll
           for (int k = 0; k < W; ++k) in[k] = counts_across<W>(t, k, lf.cut) ? win[k] : 0.0f;
-          return dz_at<W>(f, in, g, a.silu);
+          return dz_at<W>(f, in, g, silu);
         } else {
-          return z_taps(t) ? dz_masked<W>(f, win, z_taps(t), g, a.silu) : 0.0f;
+          return z_taps(t) ? dz_masked<W>(f, win, z_taps(t), g, silu) : 0.0f;
         }
       };
 
@@ -273,20 +274,20 @@ constexpr int kCfBwdThreads = 128;
 template <class T, int W, int kVecs, bool kVec, class Seqs = OneSequencePerRow,
           std::enable_if_t<!Seqs::kPacked, int> = 0>
 __global__ void conv_bwd_cf(BwdArgs<T> a, FastDivmod by_chunks, FastDivmod by_dim, Seqs seqs) {
-  cf_fused<T, W, kVecs, kVec>(a, by_chunks, by_dim, seqs);
+  cf_fused<T, W, kVecs, kVec, Silu::runtime>(a, by_chunks, by_dim, seqs);
 }
 // [/docs:ch09_cf_fused]
 
 // (Chapter 10) the same kernel for packed sequences, held to the occupancy of chapter 09's: 16
 // warps an SM in 16-bit storage (at most 128 registers a thread), 32 in fp32 (64); the forms of
-// its steps would take more.
+// its steps would take more. SiLU or not is compiled in (kSilu: on or off).
 template <class T>
 constexpr int kPackedCfBwdMinBlocks = sizeof(T) == 2 ? 4 : 8;
-template <class T, int W, int kVecs, bool kVec, class Seqs,
+template <class T, int W, int kVecs, bool kVec, class Seqs, Silu kSilu,
           std::enable_if_t<Seqs::kPacked, int> = 0>
 __global__ void __launch_bounds__(kCfBwdThreads, kPackedCfBwdMinBlocks<T>)
     conv_bwd_cf(BwdArgs<T> a, FastDivmod by_chunks, FastDivmod by_dim, Seqs seqs) {
-  cf_fused<T, W, kVecs, kVec>(a, by_chunks, by_dim, seqs);
+  cf_fused<T, W, kVecs, kVec, kSilu>(a, by_chunks, by_dim, seqs);
 }
 
 // Vectors per lane when the command line does not say: in 16 bits 4 (at 8x4096x4096 bf16 the
@@ -327,8 +328,16 @@ void launch_cf_bwd(const BwdArgs<T>& a, int width, int vecs, cudaStream_t s = 0,
     void (*kernel)(BwdArgs<T>, FastDivmod, FastDivmod, Seqs) = nullptr;
     auto pick = [&](auto v) {
       constexpr int V = decltype(v)::value;
-      if constexpr (ch08::compiled<Seqs, T, ch08::Family::cf_bwd>(V, 1))
+      if constexpr (!ch08::compiled<Seqs, T, ch08::Family::cf_bwd>(V, 1)) {
+      } else if constexpr (Seqs::kPacked) {
+        constexpr Silu kOn = Silu::on, kOff = Silu::off;
+        kernel = vec ? (a.silu ? conv_bwd_cf<T, W, V, true, Seqs, kOn>
+                               : conv_bwd_cf<T, W, V, true, Seqs, kOff>)
+                     : (a.silu ? conv_bwd_cf<T, W, V, false, Seqs, kOn>
+                               : conv_bwd_cf<T, W, V, false, Seqs, kOff>);
+      } else {
         kernel = vec ? conv_bwd_cf<T, W, V, true, Seqs> : conv_bwd_cf<T, W, V, false, Seqs>;
+      }
     };
     switch (vecs) {
       case 1: pick(std::integral_constant<int, 1>{}); break;
