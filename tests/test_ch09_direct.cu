@@ -232,6 +232,12 @@ TEST(Ch09Launch, VectorsPerLaneAndChunks) {
   EXPECT_EQ(cf_bwd_chunks(4096, 8, 2), 8);
   EXPECT_EQ(cf_bwd_chunks(4097, 8, 2), 9);
   EXPECT_EQ(cf_bwd_chunks(1, 4, 1), 1);
+  // Chapter 10's packed rows in 16-bit storage without SiLU: 8 lanes a row, a quarter of the chunk.
+  EXPECT_EQ(packed_cf_row_lanes<__nv_bfloat16>(false), 8);
+  EXPECT_EQ(packed_cf_row_lanes<__half>(true), kWarpLanes);
+  EXPECT_EQ(packed_cf_row_lanes<float>(false), kWarpLanes);
+  EXPECT_EQ((cf_row_lanes<__nv_bfloat16, OneSequencePerRow>(false)), kWarpLanes);
+  EXPECT_EQ(cf_bwd_chunks(4096, 8, 4, 8), 16);
 }
 
 TEST(Ch09Launch, RowsPerLaneFillTheGpu) {

@@ -607,6 +607,25 @@ TEST(Ch10RowsBackward, OneBatchManyShortSequencesWithStates) {
     }
 }
 
+// Four rows a warp (channel-first, 16-bit storage, no SiLU): when B*D is not a multiple of 4 a
+// warp's last rows lie past the end and must write nothing, not even partial sums; rows of
+// several chunks, with the span map (600) and without (601).
+TEST(Ch10RowsBackward, FourRowsAWarpWithRowsLeftOver) {
+  CONV1D_REQUIRE_GPU_OR_SKIP();
+  for (Dtype t : {Dtype::bf16, Dtype::fp16})
+    for (const auto& [b, d] : {std::pair<int64_t, int64_t>{1, 5}, {3, 3}, {2, 7}})
+      for (int64_t len : {600, 601}) {
+        const Options o = shape_options(b, d, len, 4, t, true, false, uint64_t(70 + b * d));
+        const std::string lens = "random:5";
+        Packed p;
+        ASSERT_EQ(make_packed(o, spec_of(false, lens, true, true), &p), "");
+        SCOPED_TRACE(describe(o, lens, true));
+        const Grads r = run_rows_backward(o, p, Layout::channel_first, BwdChoices{4, 16});
+        expect_gradients(o, p.grad_rows, r, {o.batch, o.dim, o.seqlen}, "dinitial_states");
+        expect_exact_zero_padding(o, p, r.dx);
+      }
+}
+
 // Channel-first rows of a length the vector divides, with and without the span map: the same
 // flags from memory instead of from the ids, so the same bits in every gradient (dweight and dbias
 // too: the same sums in the same order). States and their gradients or not, every dtype, widths

@@ -13,7 +13,9 @@
 // itself from the next chunk's first elements. The sums of dweight and dbias a lane gathered are
 // added across the warp by a fixed butterfly: one unit of W+1 sums per chunk, the same bits every
 // run, whatever the block size. Rows are 16-byte aligned when L is a multiple of the vector (kVec);
-// otherwise the same kernel loads element by element.
+// otherwise the same kernel loads element by element. (Chapter 10's packed kernel can give a row
+// fewer lanes, kRowLanes, and a warp several rows side by side: then "lane 0" and "lane 31" above
+// are the first and last of a row's lanes, and each row's chunk is a unit of its own.)
 #pragma once
 
 #include <stdexcept>
@@ -58,19 +60,27 @@ __device__ __forceinline__ void tail_of(const Vec<T, kPer16<T>>& v, float* out) 
 }
 
 // [docs:ch09_cf_fused]
-template <class T, int W, int kVecs, bool kVec, Silu kSilu, class Seqs>
+template <class T, int W, int kVecs, bool kVec, Silu kSilu, class Seqs, int kRowLanes = kWarpLanes>
 __device__ __forceinline__ void cf_fused(const BwdArgs<T>& a, const FastDivmod& by_chunks,
                                          const FastDivmod& by_dim, const Seqs& seqs) {
-  constexpr int kPer = kPer16<T>;
-  const int lane = threadIdx.x % kWarpLanes;
-  int64_t row, chunk;  // row = b*D + d
-  by_chunks.divmod((blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / kWarpLanes, &row, &chunk);
-  if (row >= a.batch * a.dim) return;  // the whole warp: every lane has the same row
-  const int64_t len = a.seqlen, p_chunk = chunk * kVecs * kWarpLanes * kPer;
+  constexpr int kPer = kPer16<T>, kRows = kWarpLanes / kRowLanes;
+  const int lane = threadIdx.x % kRowLanes;                    // in its row's lanes
+  const int first_lane = threadIdx.x % kWarpLanes - lane;      // theirs in the warp
+  int64_t rows_at, chunk;  // the warp: chunk `chunk` of rows rows_at*kRows .. (+kRows-1)
+  by_chunks.divmod((blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / kWarpLanes, &rows_at, &chunk);
+  int64_t row = rows_at * kRows + first_lane / kRowLanes;  // b*D + d
+  const int64_t rows = a.batch * a.dim;
+  if constexpr (kRows == 1)
+    if (row >= rows) return;  // the whole warp: every lane has the same row
+  // (Several rows a warp: a row past the last takes the last one's work and writes nothing, so
+  // that its lanes still take part in the warp's shuffles and votes.)
+  const bool live = row < rows;
+  if (!live) row = rows - 1;
+  const int64_t len = a.seqlen, p_chunk = chunk * kVecs * kRowLanes * kPer;
   const int64_t b = by_dim.div(row), d = row - b * a.dim;
   const T* x = a.x + row * len;
   const T* g = a.dout + row * len;
-  auto first_of = [&](int j) { return p_chunk + (int64_t(j) * kWarpLanes + lane) * kPer; };
+  auto first_of = [&](int j) { return p_chunk + (int64_t(j) * kRowLanes + lane) * kPer; };
   const Filter<W> f = load_filter<W>(a.weight, a.bias, d);
   const bool silu = silu_in<kSilu>(a);
 
@@ -86,7 +96,7 @@ __device__ __forceinline__ void cf_fused(const BwdArgs<T>& a, const FastDivmod& 
   Vec<T, kPer> x_before = zero_vec<T, kPer>(), x_after = zero_vec<T, kPer>(),
                g_after = zero_vec<T, kPer>();
   if (lane == 0 && p_chunk > 0) x_before = load_in_row<T, kPer, kVec>(x, p_chunk - kPer, len);
-  if (lane == kWarpLanes - 1) {
+  if (lane == kRowLanes - 1) {
     x_after = load_in_row<T, kPer, kVec>(x, p_next, len);
     g_after = load_in_row<T, kPer, kVec>(g, p_next, len);
   }
@@ -103,7 +113,7 @@ __device__ __forceinline__ void cf_fused(const BwdArgs<T>& a, const FastDivmod& 
     Bytes16 behind = bit_cast<Bytes16>(x_before);
 #pragma unroll
     for (int w = ch08::kHaloFirstWord<T, W>; w < 4; ++w) {
-      const uint32_t down = shuffle_up(own.v[w], 1), top = shuffle(prev.v[w], kWarpLanes - 1);
+      const uint32_t down = shuffle_up(own.v[w], 1), top = shuffle(prev.v[w], first_lane + kRowLanes - 1);
       if (lane > 0)
         behind.v[w] = down;
       else if (j > 0)
@@ -140,7 +150,7 @@ __device__ __forceinline__ void cf_fused(const BwdArgs<T>& a, const FastDivmod& 
 #pragma unroll
         for (int i = 0; i < W - 1; ++i) dz_next[i] = 0.0f;
         const float y[kPer] = {};
-        if (p0 < len) store_in_row<T, kPer, kVec>(a.dx + row * len, p0, len, y);
+        if (p0 < len && live) store_in_row<T, kPer, kVec>(a.dx + row * len, p0, len, y);
         return;
       }
       TokenFlags<kPer + W - 1> fl;  // the vector's positions and the W-1 after them
@@ -204,8 +214,8 @@ __device__ __forceinline__ void cf_fused(const BwdArgs<T>& a, const FastDivmod& 
 #pragma unroll
       for (int i = 0; i < W - 1; ++i) {
         const float above = __uint_as_float(shuffle_down(__float_as_uint(dz[i]), 1));
-        const float lane0 = __uint_as_float(shuffle(__float_as_uint(dz[i]), 0));
-        dz[kPer + i] = lane < kWarpLanes - 1 ? above : dz_next[i];
+        const float lane0 = __uint_as_float(shuffle(__float_as_uint(dz[i]), first_lane));
+        dz[kPer + i] = lane < kRowLanes - 1 ? above : dz_next[i];
         dz_next[i] = lane0;  // what lane 31's vector j - 1 has ahead of it
       }
 
@@ -235,11 +245,11 @@ __device__ __forceinline__ void cf_fused(const BwdArgs<T>& a, const FastDivmod& 
         sums.v[W] += dz[i];
       }
       if constexpr (!kFull && Seqs::kPacked)  // (the cut form: outputs before the cut reach t = 0)
-        if (p0 == 0)
+        if (p0 == 0 && live)
           sq.template row_dinit<W>(b, d, f, dz, [&](int i) {
             return kCut ? (i < lf.cut ? kAllTaps<W> : 0u) : fl[i];
           });
-      if (p0 < len) store_in_row<T, kPer, kVec>(a.dx + row * len, p0, len, y);
+      if (p0 < len && live) store_in_row<T, kPer, kVec>(a.dx + row * len, p0, len, y);
     };
     using FullStep = std::integral_constant<Form, Form::full>;
     using FlagsStep = std::integral_constant<Form, Form::flags>;
@@ -265,8 +275,8 @@ __device__ __forceinline__ void cf_fused(const BwdArgs<T>& a, const FastDivmod& 
   }
 
   // 3. The chunk's sums: a fixed butterfly over the warp, then one unit of W+1 sums.
-  warp_sum<W>(sums, kWarpLanes - 1);
-  if (lane == 0) emit_sums<W>(a, row * by_chunks.divisor() + chunk, d, sums);
+  warp_sum<W>(sums, kRowLanes - 1);
+  if (lane == 0 && live) emit_sums<W>(a, row * by_chunks.divisor() + chunk, d, sums);
 }
 
 constexpr int kCfBwdThreads = 128;
@@ -283,11 +293,26 @@ __global__ void conv_bwd_cf(BwdArgs<T> a, FastDivmod by_chunks, FastDivmod by_di
 // its steps would take more. SiLU or not is compiled in (kSilu: on or off).
 template <class T>
 constexpr int kPackedCfBwdMinBlocks = sizeof(T) == 2 ? 4 : 8;
+
+// The lanes a row takes (cf_row_lanes): a warp's in chapter 09's kernel. In chapter 10's packed
+// kernel in 16-bit storage without SiLU, 8: a warp takes four rows side by side (channels of one
+// batch row, whose sequences begin at the same places), so a step spans 64 positions instead of
+// 256, and fewer steps take a masked form for the whole warp. (With SiLU the rows' bookkeeping
+// made the kernel spill at its 128 registers: it keeps the whole warp a row.)
+template <class T>
+CONV1D_HOST_DEVICE constexpr int packed_cf_row_lanes(bool silu) {
+  return sizeof(T) == 2 && !silu ? 8 : kWarpLanes;
+}
+template <class T, class Seqs>
+CONV1D_HOST_DEVICE constexpr int cf_row_lanes(bool silu) {
+  return Seqs::kPacked ? packed_cf_row_lanes<T>(silu) : kWarpLanes;
+}
 template <class T, int W, int kVecs, bool kVec, class Seqs, Silu kSilu,
           std::enable_if_t<Seqs::kPacked, int> = 0>
 __global__ void __launch_bounds__(kCfBwdThreads, kPackedCfBwdMinBlocks<T>)
     conv_bwd_cf(BwdArgs<T> a, FastDivmod by_chunks, FastDivmod by_dim, Seqs seqs) {
-  cf_fused<T, W, kVecs, kVec, kSilu>(a, by_chunks, by_dim, seqs);
+  constexpr int kRowLanes = cf_row_lanes<T, Seqs>(kSilu == Silu::on);
+  cf_fused<T, W, kVecs, kVec, kSilu, Seqs, kRowLanes>(a, by_chunks, by_dim, seqs);
 }
 
 // Vectors per lane when the command line does not say: in 16 bits 4 (at 8x4096x4096 bf16 the
@@ -301,9 +326,10 @@ inline int cf_bwd_vectors(int64_t seqlen, int per16, int requested = 0) {
   return 1;
 }
 
-// Chunks per row: the units of the deterministic sums (a row of the partial buffer each).
-inline int64_t cf_bwd_chunks(int64_t seqlen, int per16, int vecs) {
-  return ceil_div(seqlen, int64_t(vecs) * kWarpLanes * per16);
+// Chunks per row: the units of the deterministic sums (a row of the partial buffer each); a chunk
+// is `vecs` vectors of each of a row's `row_lanes` lanes.
+inline int64_t cf_bwd_chunks(int64_t seqlen, int per16, int vecs, int row_lanes = kWarpLanes) {
+  return ceil_div(seqlen, int64_t(vecs) * row_lanes * per16);
 }
 
 // Where conv_bwd_cf's units lie in the partial-sum buffer, for reduce_partials: the unit of chunk c
@@ -317,10 +343,12 @@ inline PartialLayout cf_bwd_partials(int64_t batch, int64_t dim, int64_t chunks,
 template <class T, class Seqs = OneSequencePerRow>
 void launch_cf_bwd(const BwdArgs<T>& a, int width, int vecs, cudaStream_t s = 0,
                    KernelFacts* facts = nullptr, const Seqs& seqs = {}) {
-  const int64_t chunks = cf_bwd_chunks(a.seqlen, kPer16<T>, vecs);
+  const int lanes = cf_row_lanes<T, Seqs>(a.silu), rows_a_warp = kWarpLanes / lanes;
+  const int64_t chunks = cf_bwd_chunks(a.seqlen, kPer16<T>, vecs, lanes);
   const FastDivmod by_chunks(chunks), by_dim(a.dim);
   const int64_t blocks =
-      ceil_div(a.batch * a.dim * chunks * kWarpLanes, kCfBwdThreads);  // a warp per chunk
+      ceil_div(ceil_div(a.batch * a.dim, int64_t(rows_a_warp)) * chunks * kWarpLanes,
+               int64_t(kCfBwdThreads));  // a warp per chunk of rows_a_warp rows
   const bool vec = a.seqlen % kPer16<T> == 0 && aligned_to(a.x, 16) && aligned_to(a.dout, 16) &&
                    aligned_to(a.dx, 16);
   dispatch_width(width, [&](auto w) {

@@ -124,9 +124,11 @@ BwdChoices backward_choices(const ch09::BwdArgs<T>& a, int sm_count) {
 template <class T>
 ch09::PartialLayout backward_partials(const Backward<T>& b, int width, const BwdChoices& c) {
   const ch09::BwdArgs<T>& a = b.args;
-  if (b.layout == Layout::channel_first)
-    return ch09::cf_bwd_partials(a.batch, a.dim,
-                                 ch09::cf_bwd_chunks(a.seqlen, kPer16<T>, c.vectors), width);
+  if (b.layout == Layout::channel_first) {
+    const int lanes = b.form == Form::plain ? kWarpLanes : ch09::packed_cf_row_lanes<T>(a.silu);
+    return ch09::cf_bwd_partials(
+        a.batch, a.dim, ch09::cf_bwd_chunks(a.seqlen, kPer16<T>, c.vectors, lanes), width);
+  }
   return ch09::cl_bwd_partials(a.batch, a.dim, ch09::cl_bwd_units(a.seqlen, c.rows), width);
 }
 inline int64_t partial_floats(const ch09::PartialLayout& l, int64_t dim, int width) {
