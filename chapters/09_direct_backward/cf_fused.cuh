@@ -64,8 +64,8 @@ template <class T, int W, int kVecs, bool kVec, Silu kSilu, class Seqs, int kRow
 __device__ __forceinline__ void cf_fused(const BwdArgs<T>& a, const FastDivmod& by_chunks,
                                          const FastDivmod& by_dim, const Seqs& seqs) {
   constexpr int kPer = kPer16<T>, kRows = kWarpLanes / kRowLanes;
-  const int lane = threadIdx.x % kRowLanes;                    // in its row's lanes
-  const int first_lane = threadIdx.x % kWarpLanes - lane;      // theirs in the warp
+  const int lane = threadIdx.x % kRowLanes;                // in its row's lanes
+  const int first_lane = threadIdx.x % kWarpLanes - lane;  // theirs in the warp
   int64_t rows_at, chunk;  // the warp: chunk `chunk` of rows rows_at*kRows .. (+kRows-1)
   by_chunks.divmod((blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / kWarpLanes, &rows_at, &chunk);
   int64_t row = rows_at * kRows + first_lane / kRowLanes;  // b*D + d
@@ -113,7 +113,8 @@ __device__ __forceinline__ void cf_fused(const BwdArgs<T>& a, const FastDivmod& 
     Bytes16 behind = bit_cast<Bytes16>(x_before);
 #pragma unroll
     for (int w = ch08::kHaloFirstWord<T, W>; w < 4; ++w) {
-      const uint32_t down = shuffle_up(own.v[w], 1), top = shuffle(prev.v[w], first_lane + kRowLanes - 1);
+      const uint32_t down = shuffle_up(own.v[w], 1),
+                     top = shuffle(prev.v[w], first_lane + kRowLanes - 1);
       if (lane > 0)
         behind.v[w] = down;
       else if (j > 0)
