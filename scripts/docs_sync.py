@@ -77,6 +77,8 @@ def select(path, where):
     rows = read_csv(path)
     for cond in filter(None, where.split(",")):
         col, _, value = cond.partition(":")
+        if not rows:  # (nothing left to match: the caller says which where= found none)
+            break
         if col not in rows[0]:
             raise DocError(f"{path}: no column {col}")
         value = value.replace("+", " ").replace("%2C", ",").replace("%3C", "<").replace("%3E", ">")
