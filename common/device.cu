@@ -2,10 +2,12 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <mutex>
 #include <sstream>
+#include <tuple>
 
 #include "common/check.h"
 #include "common/launch.cuh"
@@ -73,6 +75,21 @@ bool takes_early_launch(const void* kernel) {
   GPU_CHECK(cudaFuncGetAttributes(&attr, kernel));
   return known[kernel] = attr.ptxVersion >= 90;
 #endif
+}
+
+int64_t resident_blocks(const void* kernel, int threads, size_t smem) {
+  static std::mutex m;
+  static std::map<std::tuple<const void*, int, int, size_t>, int64_t> known;
+  int device = 0;
+  GPU_CHECK(cudaGetDevice(&device));
+  const auto key = std::make_tuple(kernel, device, threads, smem);
+  const std::lock_guard<std::mutex> lock(m);
+  const auto it = known.find(key);
+  if (it != known.end()) return it->second;
+  int per_sm = 0, sms = 0;
+  GPU_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem));
+  GPU_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  return known[key] = int64_t(std::max(per_sm, 1)) * sms;
 }
 
 int64_t host_available_memory() {

@@ -70,6 +70,11 @@ __device__ __forceinline__ void wait_for_previous_launch() {
 // not wait.) Asked once per kernel.
 bool takes_early_launch(const void* kernel);
 
+// The blocks of `kernel` (`threads` each, `smem` bytes of dynamic shared memory) the GPU holds at
+// once: blocks a multiprocessor takes, times the multiprocessors. A persistent kernel's grid, whose
+// blocks loop over the work: more would only wait for a place. Asked once per kernel and device.
+int64_t resident_blocks(const void* kernel, int threads, size_t smem);
+
 // launch_or_describe, with the launch allowed to start early (above) when `early` is set and the
 // kernel takes it, and `smem` bytes of dynamic shared memory a block (more than the 48 KB a kernel
 // gets without asking are asked for).

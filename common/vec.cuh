@@ -54,7 +54,13 @@ __device__ __forceinline__ To bit_cast16(const From& from) {
 // 4-byte ones (fp32), and every extra store is one more request to the L2 per warp. Said in PTX
 // (st.global.v4.b32) it is one instruction whatever the compiler makes of the code around it.
 // AMD's compiler gets the plain assignment.
-template <class T, int N>
+//
+// kOrdered: the store is also a barrier to the compiler (a memory clobber): no load or store of
+// the thread moves across it. store16_unordered drops that, for a kernel whose other accesses
+// never touch those bytes (it writes its outputs once and reads nothing it writes), so that the
+// compiler may still move the next loads above it. (Chapter 08's staged kernel: a Vec, or even a
+// uint4, assigned there became four 4-byte stores.)
+template <bool kOrdered = true, class T, int N>
 __device__ __forceinline__ void store16(T* p, const Vec<T, N>& v) {
   static_assert(sizeof(Vec<T, N>) == 16, "store16 writes exactly 16 bytes");
 #if defined(CONV1D_BACKEND_HIP)
@@ -62,10 +68,18 @@ __device__ __forceinline__ void store16(T* p, const Vec<T, N>& v) {
 #else
   uint32_t w[4];
   memcpy(w, &v, 16);
-  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(w[0]), "r"(w[1]), "r"(w[2]),
-               "r"(w[3])
-               : "memory");
+  if constexpr (kOrdered)
+    asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(w[0]), "r"(w[1]),
+                 "r"(w[2]), "r"(w[3])
+                 : "memory");
+  else
+    asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(w[0]), "r"(w[1]),
+                 "r"(w[2]), "r"(w[3]));
 #endif
+}
+template <class T, int N>
+__device__ __forceinline__ void store16_unordered(T* p, const Vec<T, N>& v) {
+  store16<false>(p, v);
 }
 
 // Asks for the 128-byte line that holds p to be brought into the L2 cache (prefetch.global.L2): a

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "chapters/08_direct_forward/cf_chunked.cuh"
+#include "chapters/08_direct_forward/cf_staged.cuh"
 #include "chapters/08_direct_forward/cf_vector.cuh"
 #include "chapters/08_direct_forward/cl_tiled.cuh"
 #include "chapters/08_direct_forward/cl_vector.cuh"
@@ -31,6 +32,7 @@ struct Kernel {
   Layout layout;
   int vectors = 0, rows = 0;  // cf_chunked's and cl_tiled's choices
   int access_bytes = 16;      // the channel-last kernels' widest access
+  int64_t blocks = 0;         // cf_staged: at most this many blocks (0: as many as fit)
 };
 
 std::vector<Kernel> all_kernels() {
@@ -40,6 +42,8 @@ std::vector<Kernel> all_kernels() {
                          {"cl_vector", Layout::channel_last},
                          {"cl_vector", Layout::channel_last, 0, 0, 8}};
   for (int v : {1, 2, 4, 8}) ks.push_back({"cf_chunked", Layout::channel_first, v, 0});
+  ks.push_back({"cf_staged", Layout::channel_first});
+  ks.push_back({"cf_staged", Layout::channel_first, 0, 0, 16, 1});  // one block: every tile in turn
   for (int r : {8, 16, 32}) ks.push_back({"cl_tiled", Layout::channel_last, 0, r});
   ks.push_back({"cl_tiled", Layout::channel_last, 0, 16, 8});
   ks.push_back({"cl_tiled", Layout::channel_last, 0, 32, 4});
@@ -48,6 +52,7 @@ std::vector<Kernel> all_kernels() {
 
 std::string describe(const Kernel& k, const Options& o) {
   return k.name + (k.vectors ? "@" + std::to_string(k.vectors) : "") +
+         (k.blocks ? "@" + std::to_string(k.blocks) + "blocks" : "") +
          (k.rows ? "@" + std::to_string(k.rows) : "") +
          (k.access_bytes != 16 ? "@" + std::to_string(k.access_bytes) + "B" : "") + " " +
          layout_name(k.layout) + " B=" + std::to_string(o.batch) + " D=" + std::to_string(o.dim) +
@@ -107,6 +112,8 @@ HostArray run(const Kernel& k, const Problem& p, size_t offset = 0) {
       launch_cf_vector(a, o.width);
     else if (k.name == "cf_chunked")
       launch_cf_chunked(a, o.width, k.vectors);
+    else if (k.name == "cf_staged")
+      launch_cf_staged(a, o.width, 0, nullptr, EveryTap<T>{}, k.blocks);
     else if (k.name == "cl_vector")
       launch_cl_vector(a, o.width, k.access_bytes);
     else
@@ -117,6 +124,12 @@ HostArray run(const Kernel& k, const Problem& p, size_t offset = 0) {
   GPU_CHECK(
       cudaMemcpy(got.data(), out.get<char>() + offset * e, got.bytes(), cudaMemcpyDeviceToHost));
   return got;
+}
+
+// Does kernel k take this shape? (The staged kernel needs L a multiple of the vector; it refuses
+// the rest with a clear message, which is checked instead.)
+bool takes(const Kernel& k, const Options& o) {
+  return k.name != "cf_staged" || o.seqlen % (16 / dtype_bytes(o.dtype)) == 0;
 }
 
 // The output in channel-first order, checked against the reference.
@@ -141,7 +154,12 @@ TEST(Ch08Direct, EveryKernelMatchesTheReference) {
   CONV1D_REQUIRE_GPU_OR_SKIP();
   for_each_awkward_shape(1, 300, [](const Options& o) {
     const Problem p = make_problem(o);
-    for (const Kernel& k : all_kernels()) EXPECT_TRUE(matches_reference(k, p, run(k, p)));
+    for (const Kernel& k : all_kernels()) {
+      if (takes(k, o))
+        EXPECT_TRUE(matches_reference(k, p, run(k, p)));
+      else
+        EXPECT_THROW(run(k, p), std::invalid_argument) << describe(k, o);
+    }
   });
 }
 
@@ -152,7 +170,12 @@ TEST(Ch08Direct, RandomShapesMatchTheReference) {
   for (int trial = 0; trial < 24; ++trial) {
     const Options o = random_shape_options(rng, trial, 700);
     const Problem p = make_problem(o);
-    for (const Kernel& k : all_kernels()) EXPECT_TRUE(matches_reference(k, p, run(k, p)));
+    for (const Kernel& k : all_kernels()) {
+      if (takes(k, o))
+        EXPECT_TRUE(matches_reference(k, p, run(k, p)));
+      else
+        EXPECT_THROW(run(k, p), std::invalid_argument) << describe(k, o);
+    }
   }
 }
 
@@ -161,15 +184,46 @@ TEST(Ch08Direct, RandomShapesMatchTheReference) {
 // and the access width.
 TEST(Ch08Direct, KernelsOfALayoutGiveTheSameBits) {
   CONV1D_REQUIRE_GPU_OR_SKIP();
-  for (Dtype t : {Dtype::fp32, Dtype::bf16}) {
-    const Problem p = make_problem(shape_options(2, 72, 333, 4, t, true, true, 77));
-    const HostArray cf = run({"cf_vector", Layout::channel_first}, p);
-    const HostArray cl = run({"cl_vector", Layout::channel_last}, p);
-    for (const Kernel& k : all_kernels()) {
-      if (k.name == "cf_chunked") EXPECT_TRUE(same_bits(run(k, p), cf)) << describe(k, p.o);
-      if (k.name == "cl_tiled") EXPECT_TRUE(same_bits(run(k, p), cl)) << describe(k, p.o);
+  for (Dtype t : {Dtype::fp32, Dtype::bf16})
+    for (int64_t len : {333, 336}) {  // (the staged kernel takes the second only)
+      const Problem p = make_problem(shape_options(2, 72, len, 4, t, true, true, 77));
+      const HostArray cf = run({"cf_vector", Layout::channel_first}, p);
+      const HostArray cl = run({"cl_vector", Layout::channel_last}, p);
+      for (const Kernel& k : all_kernels()) {
+        if (!takes(k, p.o)) continue;
+        if (k.name == "cf_chunked" || k.name == "cf_staged")
+          EXPECT_TRUE(same_bits(run(k, p), cf)) << describe(k, p.o);
+        if (k.name == "cl_tiled") EXPECT_TRUE(same_bits(run(k, p), cl)) << describe(k, p.o);
+      }
     }
-  }
+}
+
+// The staged kernel's tiles (at most 512 vectors of 16 bytes) against the rows: rows longer than a
+// tile and not a multiple of it (a row's last tile shorter), exactly one tile, rows of a few
+// vectors (many whole rows a tile, the last tile fewer), rows of one vector; with one block, two,
+// and as many as fit, so that a block takes many tiles in turn and every stage is reused. A row
+// that is not a whole number of vectors is refused.
+TEST(Ch08Direct, StagedTilesAndRows) {
+  CONV1D_REQUIRE_GPU_OR_SKIP();
+  struct Shape {
+    int64_t b, d, l;
+    Dtype t;
+  };
+  const Shape shapes[] = {
+      {2, 3, 6000, Dtype::bf16}, {3, 40, 104, Dtype::fp16}, {1, 7, 4104, Dtype::bf16},
+      {1, 1, 4096, Dtype::bf16}, {1, 1, 4100, Dtype::fp32}, {2, 5, 2048, Dtype::fp32},
+      {4, 33, 516, Dtype::fp32}, {1, 2, 8, Dtype::bf16},    {5, 300, 16, Dtype::bf16}};
+  for (const Shape& sh : shapes)
+    for (int width : {2, 4}) {
+      const Problem p =
+          make_problem(shape_options(sh.b, sh.d, sh.l, width, sh.t, true, width == 4, 11));
+      for (int64_t blocks : {int64_t(1), int64_t(2), int64_t(0)}) {
+        const Kernel k{"cf_staged", Layout::channel_first, 0, 0, 16, blocks};
+        EXPECT_TRUE(matches_reference(k, p, run(k, p)));
+      }
+    }
+  const Problem odd = make_problem(shape_options(1, 2, 4097, 3, Dtype::bf16, false, false, 12));
+  EXPECT_THROW(run({"cf_staged", Layout::channel_first}, odd), std::invalid_argument);
 }
 
 // Pointers one element off a 16-byte boundary: the channel-last kernels narrow their accesses and
@@ -178,7 +232,7 @@ TEST(Ch08Direct, MisalignedPointers) {
   CONV1D_REQUIRE_GPU_OR_SKIP();
   const Problem p = make_problem(shape_options(2, 48, 50, 3, Dtype::bf16, true, false, 5));
   for (const Kernel& k : all_kernels()) {
-    if (k.name == "cf_vector" || k.name == "cf_chunked") {
+    if (k.name == "cf_vector" || k.name == "cf_chunked" || k.name == "cf_staged") {
       EXPECT_THROW(run(k, p, 1), std::invalid_argument) << describe(k, p.o);
     } else {
       EXPECT_TRUE(matches_reference(k, p, run(k, p, 1))) << "offset by one element";

@@ -54,12 +54,13 @@ struct RowsResult {
 };
 
 // The rows form of `p` (x, seq_idx, initial states) in layout l, with chapter 08's launch choices
-// `vectors` and `rows`; the x of time steps [start, start + len) only when len > 0, starting from
-// `init` instead of p.init (chunks). `span_map`: give the forward room for a span map
-// (channel-first rows of a length the vector divides use it).
+// `vectors` and `rows` (cf_chunked, cl_tiled) and `blocks` (cf_staged: at most that many, 0: as
+// many as fit); the x of time steps [start, start + len) only when len > 0, starting from `init`
+// instead of p.init (chunks). `span_map`: give the forward room for a span map (channel-first
+// rows of a length the vector divides use it, and chapter 08's staged kernel).
 RowsResult run_rows(const Options& o, const Packed& p, Layout l, int vectors, int rows,
                     const HostArray* init = nullptr, int64_t start = 0, int64_t len = 0,
-                    bool span_map = true) {
+                    bool span_map = true, int64_t blocks = 0) {
   const bool cl = l == Layout::channel_last;
   const HostArray x_full = cl ? transposed(p.in.x, o.batch, o.dim, o.seqlen) : p.in.x;
   const int64_t L = len > 0 ? len : o.seqlen;
@@ -77,10 +78,11 @@ RowsResult run_rows(const Options& o, const Packed& p, Layout l, int vectors, in
     const ch08::DirectArgs<T> a{dx.get<const T>(), dw.get<const T>(),
                                 o.bias ? db.get<const T>() : nullptr, out.get<T>(), o.batch,
                                 o.dim, L, o.silu};
-    const Forward<T> f = with_span_map(
+    Forward<T> f = with_span_map(
         rows_forward(a, l, p.seq_idx.empty() ? nullptr : dseq.get<const int32_t>(),
                      states.empty() ? nullptr : dinit.get<const T>(), fin.get<T>()),
         spans.get());
+    f.cf_blocks = blocks;
     launch_forward(f, o.width, vectors, rows, now);
   });
   GPU_CHECK(cudaDeviceSynchronize());
@@ -284,12 +286,15 @@ TEST(Ch10Rows, MatchesReference) {
     Packed p;
     ASSERT_EQ(make_packed(o, spec, &p), "") << describe(o, lens, init);
     // (The launch choices chapter 10's kernels are compiled for: ch08::compiled.)
+    // (cf_staged with one block or two: each block takes many tiles in turn.)
     const int vectors = int(rng.range(1, 2));
     const int rows = std::vector<int>{8, 16, 32}[rng.range(0, o.dtype == Dtype::fp32 ? 2 : 1)];
+    const int64_t blocks = std::vector<int64_t>{0, 1, 2}[rng.range(0, 2)];
     for (Layout l : {Layout::channel_first, Layout::channel_last}) {
       SCOPED_TRACE(describe(o, lens, init) + " " + layout_name(l) + " vectors " +
-                   std::to_string(vectors) + " rows " + std::to_string(rows));
-      const RowsResult r = run_rows(o, p, l, vectors, rows);
+                   std::to_string(vectors) + " rows " + std::to_string(rows) + " blocks " +
+                   std::to_string(blocks));
+      const RowsResult r = run_rows(o, p, l, vectors, rows, nullptr, 0, 0, true, blocks);
       const VerifyReport out = verify("out", r.out, p.ref_rows, default_tolerance(o.dtype),
                                       {o.batch, o.dim, o.seqlen});
       EXPECT_TRUE(out.ok()) << out.summary() << "\n" << out.details();
@@ -320,9 +325,11 @@ TEST(Ch10Rows, OneBatchManyShortSequencesWithStates) {
     }
 }
 
-// Channel-first rows of a length the vector divides, with and without the span map: the map only
-// moves work between kernels (each vector's outputs by the same arithmetic), so the bits must not
-// change. Rows of a few long and many short sequences, padding, states or not, every dtype.
+// Channel-first rows of a length the vector divides, with and without the span map: with it
+// chapter 08's staged kernel takes the rows, without it the chunked kernel and cf_row_edges, each
+// output by the same arithmetic, so the bits must not change. Rows of a few long and many short
+// sequences, padding, states or not, every dtype; the staged kernel with one block (every tile in
+// turn), three, or as many as fit.
 TEST(Ch10Rows, SpanMapGivesTheSameBits) {
   CONV1D_REQUIRE_GPU_OR_SKIP();
   Rng rng(2026);
@@ -332,7 +339,9 @@ TEST(Ch10Rows, SpanMapGivesTheSameBits) {
     ASSERT_EQ(make_packed(o, spec_of(false, lens, init), &p), "") << describe(o, lens, init);
     const int vectors = int(rng.range(1, 2));
     SCOPED_TRACE(describe(o, lens, init) + " vectors " + std::to_string(vectors));
-    const RowsResult mapped = run_rows(o, p, Layout::channel_first, vectors, 8);
+    const int64_t blocks = std::vector<int64_t>{0, 1, 3}[rng.range(0, 2)];
+    const RowsResult mapped =
+        run_rows(o, p, Layout::channel_first, vectors, 8, nullptr, 0, 0, true, blocks);
     const RowsResult scanned =
         run_rows(o, p, Layout::channel_first, vectors, 8, nullptr, 0, 0, /*span_map=*/false);
     EXPECT_TRUE(same_bits(mapped.out, scanned.out)) << "outputs differ with the map";

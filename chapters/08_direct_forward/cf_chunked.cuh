@@ -40,9 +40,6 @@ __device__ __forceinline__ void cf_chunked(const DirectArgs<T>& a, const FastDiv
   CfSpot<W> spot[kVecs];  // and their filters, loaded while the vectors are on their way
 #pragma unroll
   for (int j = 0; j < kVecs; ++j) spot[j] = cf_spot<T, W>(a, by_len, by_dim, first_element(j));
-  // (Chapter 10: a span map's convolution is launched early, while the kernel that makes the map
-  // finishes, and waits for it here, its loads on their way; without an early launch, a no-op.)
-  if constexpr (Seqs::kSpanMap) wait_for_previous_launch();
   Bytes16 carry{};  // lane 0: the vector before its next one
   if (lane == 0 && chunk0 > 0 && chunk0 < n)
     carry = *reinterpret_cast<const Bytes16*>(a.x + chunk0 - kPer);
@@ -77,16 +74,7 @@ template <class T, int W, int kVecs, class Seqs = OneSequencePerRow,
           std::enable_if_t<!Seqs::kPacked, int> = 0>
 __global__ void conv_fwd_cf_chunked(DirectArgs<T> a, FastDivmod by_len, FastDivmod by_dim,
                                     Seqs seqs) {
-  int64_t block = blockIdx.x;
-  if constexpr (Seqs::kRowHeads) {  // (chapter 10) the grid's first blocks: the rows' heads
-    const int64_t head_blocks = ceil_div(seqs.head_threads(a.batch, a.dim), kChunkedThreads);
-    if (block < head_blocks) {
-      seqs.template row_head<W>(a, block * kChunkedThreads + threadIdx.x);
-      return;
-    }
-    block -= head_blocks;
-  }
-  cf_chunked<T, W, kVecs>(a, by_len, by_dim, seqs, block);
+  cf_chunked<T, W, kVecs>(a, by_len, by_dim, seqs, blockIdx.x);
 }
 // [/docs:ch08_cf_chunked]
 
@@ -117,9 +105,7 @@ void launch_cf_chunked(const DirectArgs<T>& a, int width, int vecs_per_thread, c
   const FastDivmod by_len(a.seqlen), by_dim(a.dim);
   const int64_t vectors = ceil_div(a.elements(), kPer16<T>);
   const int64_t warps = ceil_div(vectors, int64_t(vecs_per_thread) * kWarpLanes);
-  int64_t blocks = ceil_div(warps * kWarpLanes, kChunkedThreads);
-  if constexpr (Seqs::kRowHeads)  // (chapter 10) and before them, the rows' heads
-    blocks += ceil_div(seqs.head_threads(a.batch, a.dim), kChunkedThreads);
+  const int64_t blocks = ceil_div(warps * kWarpLanes, kChunkedThreads);
   dispatch_width(width, [&](auto w) {
     constexpr int W = decltype(w)::value;
     void (*kernel)(DirectArgs<T>, FastDivmod, FastDivmod, Seqs) = nullptr;
@@ -140,10 +126,8 @@ void launch_cf_chunked(const DirectArgs<T>& a, int width, int vecs_per_thread, c
       throw std::invalid_argument("conv_fwd_cf_chunked: not compiled for " +
                                   std::to_string(vecs_per_thread) +
                                   " vectors with these sequences");
-    bool early = false;  // (chapter 10: behind the kernel that makes a span map, launched early)
-    if constexpr (Seqs::kSpanMap) early = seqs.spans != nullptr;
-    launch_early_or_describe("conv_fwd_cf_chunked", kernel, blocks, kChunkedThreads, 0, s, facts,
-                             early, a, by_len, by_dim, seqs);
+    launch_or_describe("conv_fwd_cf_chunked", kernel, blocks, kChunkedThreads, s, facts, a, by_len,
+                       by_dim, seqs);
   });
 }
 

@@ -162,7 +162,6 @@ struct OneSequencePerRow {
   static constexpr bool kSpanMap = false;  // (chapter 10: spans and flags from a map in memory)
   static constexpr bool kFewConfigurations = false;  // (see compiled() below)
   static constexpr bool kMixedApart = false;  // (chapter 10: cl_tiled's backward in two launches)
-  static constexpr bool kRowHeads = false;    // (chapter 10: cf_chunked's first blocks, row heads)
   template <int W, int kOwn, int kAhead>
   __device__ __forceinline__ Span span(int64_t, int64_t lo) const {
     return lo >= W - 1 ? Span::full : Span::mixed;
@@ -400,7 +399,7 @@ __device__ __forceinline__ bool cf_outputs(const DirectArgs<T>& a, const Seqs& s
     for (int i = 0; i < kPer; ++i) y[i] = conv_output<W, false>(s.f, &win.v[i], 0, a.silu);
     return true;
   }
-  if constexpr (Seqs::kPacked || Seqs::kSpanMap) {
+  if constexpr (Seqs::kPacked) {
     if (span == Span::padding) {
 #pragma unroll
       for (int i = 0; i < kPer; ++i) y[i] = 0.0f;
@@ -431,7 +430,7 @@ __device__ __forceinline__ Span cf_span(const DirectArgs<T>& a, const Seqs& seqs
   if (e0 >= a.elements()) return Span::full;
   if (!s.one_row) return Span::mixed;
   int64_t b = 0;  // (the batch only where packed sequences ask for it)
-  if constexpr (Seqs::kPacked || Seqs::kSpanMap) b = by_dim.div(by_len.div(e0));
+  if constexpr (Seqs::kPacked) b = by_dim.div(by_len.div(e0));
   return seqs.template span<W, kPer16<T>, 0>(b, s.t0);
 }
 

@@ -5,7 +5,8 @@
 // once and each output written once, in either layout natively (--layout), taught as steps measured
 // in one run (--variant), headline first:
 //
-//   channel-first   cf_chunked  several 16-byte vectors per thread, loads in flight    (cf_chunked.cuh)
+//   channel-first   cf_staged   tiles fetched ahead into shared memory by cp.async     (cf_staged.cuh)
+//                   cf_chunked  several 16-byte vectors per thread, loads in flight    (cf_chunked.cuh)
 //                   cf_vector   one 16-byte vector per thread, halo by warp shuffle     (cf_vector.cuh)
 //                   cf_naive    one thread per output                                   (naive.cuh)
 //   channel-last    cl_tiled    a thread walks down kRows time steps of its channels   (cl_tiled.cuh)
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "chapters/08_direct_forward/cf_chunked.cuh"
+#include "chapters/08_direct_forward/cf_staged.cuh"
 #include "chapters/08_direct_forward/cf_vector.cuh"
 #include "chapters/08_direct_forward/cl_tiled.cuh"
 #include "chapters/08_direct_forward/cl_vector.cuh"
@@ -49,7 +51,7 @@ struct Choices {
 // One step of the chapter in one layout: which kernel, launched how.
 struct Step {
   Layout layout;
-  std::string idea;  // "chunked", "vector", "naive", "tiled"
+  std::string idea;  // "staged", "chunked", "vector", "naive", "tiled"
   std::string kernel;
   std::string name() const {
     return std::string(layout == Layout::channel_first ? "cf_" : "cl_") + idea;
@@ -58,6 +60,7 @@ struct Step {
 
 const std::vector<Step>& all_steps() {
   static const std::vector<Step> steps{
+      {Layout::channel_first, "staged", "conv_fwd_cf_staged"},
       {Layout::channel_first, "chunked", "conv_fwd_cf_chunked"},
       {Layout::channel_first, "vector", "conv_fwd_cf_vector"},
       {Layout::channel_first, "naive", "conv_fwd_naive"},
@@ -76,6 +79,8 @@ void launch_step(const Step& st, const DirectArgs<T>& a, int width, const Choice
     launch_naive(a, st.layout, width, 0, facts);
   else if (st.idea == "vector" && st.layout == Layout::channel_first)
     launch_cf_vector(a, width, 0, facts);
+  else if (st.idea == "staged")
+    launch_cf_staged(a, width, 0, facts);
   else if (st.idea == "chunked")
     launch_cf_chunked(a, width, c.vectors, 0, facts);
   else if (st.idea == "vector")
@@ -110,9 +115,10 @@ class DirectForwardChapter : public Chapter {
         choice_flag(
             "--layout", &flags_.layout, {"channel-first", "channel-last", "both"},
             "layout of x and out: channel-first [B,D,L], channel-last [B,L,D] or both (default)"),
-        choice_flag("--variant", &flags_.variant, {"all", "chunked", "vector", "naive", "tiled"},
-                    "all (default) or one step: chunked (channel-first), tiled (channel-last), "
-                    "vector, naive"),
+        choice_flag("--variant", &flags_.variant,
+                    {"all", "staged", "chunked", "vector", "naive", "tiled"},
+                    "all (default) or one step: staged or chunked (channel-first), tiled "
+                    "(channel-last), vector, naive"),
         int_flag("--vectors", &flags_.vectors, 0, 8,
                  "cf_chunked: 16-byte vectors per thread, 1, 2, 4 or 8 (default 0: chosen from the "
                  "shape)"),
@@ -122,7 +128,7 @@ class DirectForwardChapter : public Chapter {
                  "channel-last kernels: the widest access, 16, 8 or 4 bytes (default 16)")};
   }
 
-  std::string check(const Options&) override {
+  std::string check(const Options& o) override {
     const int64_t v = flags_.vectors;
     if (v != 0 && v != 1 && v != 2 && v != 4 && v != 8)
       return "--vectors must be 0, 1, 2, 4 or 8 (got " + std::to_string(v) + ")";
@@ -132,12 +138,29 @@ class DirectForwardChapter : public Chapter {
     const int64_t r = flags_.rows;
     if (r != 0 && r != 8 && r != 16 && r != 32)
       return "--rows must be 0, 8, 16 or 32 (got " + std::to_string(r) + ")";
-    for (const Step& st : all_steps())
-      if (wanted(st)) steps_.push_back(st);
+    // The staged kernel's tiles follow rows, which must start on 16-byte boundaries.
+    const int per = 16 / int(dtype_bytes(o.dtype));
+    const bool staged_takes_rows = o.seqlen % per == 0;
+    if (flags_.variant == "staged" && !staged_takes_rows)
+      return "--variant staged needs --seqlen a multiple of " + std::to_string(per) + " in " +
+             dtype_name(o.dtype) + " (rows on 16-byte boundaries; chunked takes any length)";
+    for (const Step& st : all_steps()) {
+      if (!wanted(st)) continue;
+      if (st.idea == "staged" && !staged_takes_rows) {
+        skipped_ = "cf_staged skipped: --seqlen " + std::to_string(o.seqlen) +
+                   " is not a multiple of " + std::to_string(per) + " (rows on 16-byte boundaries)";
+        continue;
+      }
+      steps_.push_back(st);
+    }
     if (steps_.empty())
       return "--variant " + flags_.variant + " has no kernel in --layout " + flags_.layout +
-             " (chunked is channel-first, tiled channel-last)";
+             " (staged and chunked are channel-first, tiled channel-last)";
     return "";
+  }
+
+  void describe(const Frame&) override {
+    if (!skipped_.empty()) std::printf("%s\n", skipped_.c_str());
   }
 
   MemoryNeed memory(const Frame& f) override {
@@ -306,6 +329,10 @@ class DirectForwardChapter : public Chapter {
 
   // What the launch decided from the shape and the flags.
   std::string detail(const Step& st) {
+    if (st.idea == "staged")
+      return "; " + std::to_string(kStagedStages) + " tiles of " +
+             std::to_string(kStagedVectors * 16 / 1024) +
+             " KB a block, in shared memory or on their way";
     if (st.idea == "chunked")
       return "; " + std::to_string(choices_.vectors) + " vector(s) per thread";
     const std::string access =
@@ -318,6 +345,7 @@ class DirectForwardChapter : public Chapter {
 
   Flags flags_;
   std::vector<Step> steps_;
+  std::string skipped_;  // a step the shape rules out, said in the header
   Options opt_;
   RandomInputs in_;
   HostArray x_last_;         // x as [B, L, D], until it is uploaded

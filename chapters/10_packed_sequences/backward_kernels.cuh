@@ -35,7 +35,7 @@ void run_backward(const Backward<T>& b, int width, const BwdChoices& c, cudaStre
 template <class T>
 void run_span_map(const Backward<T>& b, int width, cudaStream_t s) {
   if (const SpanMap m = span_map_of(b); m.spans)
-    launch_make_span_map(b.args.batch, width, b.rows, m, true, s);
+    launch_make_span_map(b.args.batch, width, b.rows, m, s);
 }
 
 }  // namespace conv1d::ch10

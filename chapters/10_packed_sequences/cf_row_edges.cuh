@@ -1,11 +1,12 @@
-// Chapter 10: the channel-first rows form's second kernel. Chapter 08's cf_chunked, given packed
-// rows, leaves two kinds of vector alone (ch08::cf_left_to_policy): a row's first vector, whose
-// taps reach into the initial states, and a vector across the end of a row. Their work — the state,
-// the final states, each element's own flags and filter — is rare (one vector in L/8, bf16) but
-// heavy, and inside the convolution it cost every thread of it registers even where it never ran:
-// twice chapter 08's, half the warps a multiprocessor holds, 2.8 times the time
-// (docs/10_packed_sequences.md). Here it is a kernel of its own, a thread per row (b, d), which
-// computes exactly those outputs and writes the row's final states.
+// Chapter 10: the channel-first rows form's second kernel where no span map is made. Chapter 08's
+// channel-first kernels (cf_staged here), given packed rows, leave two kinds of vector alone
+// (ch08::cf_left_to_policy): a row's first vector, whose taps reach into the initial states, and a
+// vector across the end of a row. Their work — the state, the final states, each element's own
+// flags and filter — is rare (one vector in L/8, bf16) but heavy, and inside the convolution it
+// cost every thread of it registers even where it never ran: twice chapter 08's, half the warps a
+// multiprocessor holds, 2.8 times the time (docs/10_packed_sequences.md). Here it is a kernel of
+// its own, a thread per row (b, d), which computes exactly those outputs and writes the row's
+// final states.
 //
 // It reads x, the ids and the states, none of which the convolution writes, and it writes outputs
 // the convolution does not: the two kernels could run in either order.

@@ -1,12 +1,13 @@
-// Chapter 10: a packed forward is a launch of chapter 08's kernel (cf_chunked or cl_tiled) with a
-// sequence policy (sequences.cuh), and in channel-first rows a second, small one for the rows'
-// edges (cf_row_edges.cuh). What each form hands to them, and the launches; the chapter and its
+// Chapter 10: a packed forward is a launch of chapter 08's kernel (cf_staged, cf_chunked or
+// cl_tiled) with a sequence policy (sequences.cuh, span_map.cuh), and in channel-first rows
+// without a span map a second, small one for the rows' edges (cf_row_edges.cuh). What each form hands to them, and the launches; the chapter and its
 // tests both go through here.
 #pragma once
 
 #include <stdexcept>
 
 #include "chapters/08_direct_forward/cf_chunked.cuh"
+#include "chapters/08_direct_forward/cf_staged.cuh"
 #include "chapters/08_direct_forward/cl_tiled.cuh"
 #include "chapters/10_packed_sequences/sequences.cuh"
 #include "chapters/10_packed_sequences/span_map.cuh"
@@ -24,6 +25,8 @@ struct Forward {
   PackedRows<T> rows{};
   Varlen<T> varlen{};
   void* span_workspace = nullptr;  // channel-first rows: room for a span map (with_span_map)
+  int64_t cf_blocks =
+      0;  // channel-first: at most this many blocks of cf_staged (0: as many as fit)
 };
 
 // Chapter 08's forward, nothing else: the baseline a packed run is measured against.
@@ -70,9 +73,10 @@ Forward<T> varlen_forward(const ch08::DirectArgs<T>& a, const int32_t* cu_seqlen
   return f;
 }
 
-// The rows form with a span map (span_map.cuh) where it applies: channel-first rows whose length
-// is a (non-zero) multiple of the vector. `workspace`: span_map_bytes(B, L) bytes of device
-// memory, which the forward overwrites (one forward at a time per workspace).
+// The rows form with a span map (span_map.cuh: a word of taps a vector) where it applies:
+// channel-first rows that chapter 08's staged kernel takes (a length the vector divides, 16-byte
+// aligned tensors). `workspace`: span_map_bytes(B, L) bytes of device memory, which the forward
+// overwrites (one forward at a time per workspace).
 template <class T>
 Forward<T> with_span_map(Forward<T> f, void* workspace) {
   f.span_workspace = workspace;
@@ -81,19 +85,17 @@ Forward<T> with_span_map(Forward<T> f, void* workspace) {
 template <class T>
 bool uses_span_map(const Forward<T>& f) {
   return f.form == Form::rows && f.layout == Layout::channel_first && f.span_workspace &&
-         f.conv.seqlen > 0 && f.conv.seqlen % kPer16<T> == 0;
+         f.conv.seqlen > 0 && ch08::staged_takes(f.conv);
 }
-// The map of a forward that uses one (its arrays null without seq_idx: then none is made), and
-// the convolution's view of it.
+// The staged kernel's view of the rows: the map's words where one is made (seq_idx given; without
+// it every tap counts and no map is made), and the states.
 template <class T>
-SpanMap span_map_of(const Forward<T>& f) {
-  if (!uses_span_map(f) || !f.rows.seq_idx) return SpanMap{};
-  return span_map_in(f.span_workspace, f.conv.batch, f.conv.seqlen / kPer16<T>);
-}
-template <class T>
-RowSpans<T> row_spans(const Forward<T>& f) {
-  const SpanMap m = span_map_of(f);
-  return RowSpans<T>{m.spans, m.flags, m.vectors_per_row, f.rows};
+TapWords<T> tap_words(const Forward<T>& f) {
+  TapWords<T> t;
+  t.rows = f.rows;
+  t.vectors_per_row = f.conv.seqlen / kPer16<T>;
+  if (uses_span_map(f) && f.rows.seq_idx) t.words = static_cast<const uint32_t*>(f.span_workspace);
+  return t;
 }
 
 // The channel-last access chapter 10's kernels are compiled for (ch08::compiled): 16 bytes where D
@@ -116,9 +118,8 @@ inline bool overlap(const void* a, size_t a_bytes, const void* b, size_t b_bytes
 }
 
 // Does the forward take a second kernel after the convolution? (Channel-first rows without a span
-// map: chapter 08's kernel leaves each row's first vector, and any vector across rows, to
-// cf_row_edges. With one, the convolution's first blocks take each row's first vector and final
-// states: cf_row_heads.cuh.)
+// map: chapter 08's chunked kernel leaves each row's first vector, and any vector across rows, to
+// cf_row_edges. The staged kernel takes those itself.)
 template <class T>
 bool has_row_edges(const Forward<T>& f) {
   return f.form == Form::rows && f.layout == Layout::channel_first && !uses_span_map(f);
@@ -147,12 +148,24 @@ extern template void run_row_edges<float>(const Forward<float>&, int, cudaStream
 extern template void run_row_edges<__half>(const Forward<__half>&, int, cudaStream_t);
 extern template void run_row_edges<__nv_bfloat16>(const Forward<__nv_bfloat16>&, int, cudaStream_t);
 
+// The channel-first convolution a forward runs: chapter 08's staged kernel where it takes the rows
+// (the plain form, and the rows form with a span map), else its chunked one.
+template <class T>
+bool uses_staged(const Forward<T>& f) {
+  return f.layout == Layout::channel_first &&
+         (f.form == Form::plain ? ch08::staged_takes(f.conv) : uses_span_map(f));
+}
+template <class T>
+const char* cf_kernel_name(const Forward<T>& f) {
+  return uses_staged(f) ? "conv_fwd_cf_staged" : "conv_fwd_cf_chunked";
+}
+
 // The launches, each through record(name, launch) (the chapter times them); `vectors` and `rows`
-// are chapter 08's launch choices (cf_chunked, cl_tiled). With `facts`, only describes the
+// are chapter 08's launch choices for cf_chunked and cl_tiled. With `facts`, only describes the
 // convolution. A span map's kernel and the convolution, which starts while the map finishes
 // (programmatic dependent launch, common/launch.cuh), are one record: an event between them would
 // hold the convolution back.
-constexpr const char* kMapAndConvolution = "make_span_map + conv_fwd_cf_chunked";
+constexpr const char* kMapAndConvolution = "make_tap_words + conv_fwd_cf_staged";
 template <class T, class Record>
 void launch_forward(const Forward<T>& f, int width, int vectors, int rows, Record&& record,
                     cudaStream_t s = 0, KernelFacts* facts = nullptr) {
@@ -164,14 +177,14 @@ void launch_forward(const Forward<T>& f, int width, int vectors, int rows, Recor
           "is the one updated in place)");
   }
   if (facts) return run_forward(f, width, vectors, rows, s, facts);
-  if (span_map_of(f).spans) {  // the convolution starts while the map finishes: one record
+  if (tap_words(f).words) {  // the convolution starts while the map finishes: one record
     record(kMapAndConvolution, [&] {
       run_span_map(f, width, s);
       run_forward(f, width, vectors, rows, s, nullptr);
     });
     return;
   }
-  record(f.layout == Layout::channel_last ? "conv_fwd_cl_tiled" : "conv_fwd_cf_chunked",
+  record(f.layout == Layout::channel_last ? "conv_fwd_cl_tiled" : cf_kernel_name(f),
          [&] { run_forward(f, width, vectors, rows, s, nullptr); });
   if (has_row_edges(f)) record("cf_row_edges", [&] { run_row_edges(f, width, s); });
 }

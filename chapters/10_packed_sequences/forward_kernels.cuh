@@ -4,6 +4,7 @@
 #pragma once
 
 #include "chapters/08_direct_forward/cf_chunked.cuh"
+#include "chapters/08_direct_forward/cf_staged.cuh"
 #include "chapters/08_direct_forward/cl_tiled.cuh"
 #include "chapters/10_packed_sequences/cf_row_edges.cuh"
 #include "chapters/10_packed_sequences/forward.cuh"
@@ -14,6 +15,13 @@ template <class T>
 void run_forward(const Forward<T>& f, int width, int vectors, int rows, cudaStream_t s,
                  KernelFacts* facts) {
   const int access = access_bytes(f.conv);
+  if (f.layout == Layout::channel_first && uses_staged(f)) {
+    if (f.form == Form::plain)
+      ch08::launch_cf_staged(f.conv, width, s, facts, ch08::EveryTap<T>{}, f.cf_blocks);
+    else
+      ch08::launch_cf_staged(f.conv, width, s, facts, tap_words(f), f.cf_blocks);
+    return;
+  }
   switch (f.form) {
     case Form::plain:
       if (f.layout == Layout::channel_last)
@@ -24,8 +32,6 @@ void run_forward(const Forward<T>& f, int width, int vectors, int rows, cudaStre
     case Form::rows:
       if (f.layout == Layout::channel_last)
         ch08::launch_cl_tiled(f.conv, width, rows, access, s, facts, f.rows);
-      else if (uses_span_map(f))
-        ch08::launch_cf_chunked(f.conv, width, vectors, s, facts, row_spans(f));
       else
         ch08::launch_cf_chunked(f.conv, width, vectors, s, facts, f.rows);
       break;
@@ -37,8 +43,7 @@ void run_forward(const Forward<T>& f, int width, int vectors, int rows, cudaStre
 
 template <class T>
 void run_span_map(const Forward<T>& f, int width, cudaStream_t s) {
-  if (const SpanMap m = span_map_of(f); m.spans)
-    launch_make_span_map(f.conv.batch, width, f.rows, m, false, s);
+  if (const TapWords<T> t = tap_words(f); t.words) launch_make_tap_words(f.conv.batch, width, t, s);
 }
 
 template <class T>

@@ -11,12 +11,11 @@
 //
 // Both are the same kernels with a sequence policy (sequences.cuh): they ask it, once per tile or
 // vector, whether every output there counts all its taps (almost everywhere: the plain path), and
-// only near a sequence's edges do they look at each position. A packed forward is one launch, and in
-// channel-first rows a second, small one for each row's first outputs and final states
-// (cf_row_edges.cuh); where the rows' length is a multiple of the vector, a span map made once per
-// batch row before the convolution (span_map.cuh) tells it each vector's span and flags, and the
-// convolution's first blocks take the rows' first vectors and final states (cf_row_heads.cuh),
-// instead of a launch after it. A packed backward is the kernel and chapter 09's fixed-order sum
+// only near a sequence's edges do they look at each position. A packed forward is one launch: where
+// the rows' length is a multiple of the vector, chapter 08's staged kernel with a span map made
+// once per batch row before it (span_map.cuh: which taps of each vector's outputs count), which
+// takes the rows' first vectors and final states too; elsewhere chapter 08's chunked kernel and a
+// second, small launch for each row's first outputs and final states (cf_row_edges.cuh). A packed backward is the kernel and chapter 09's fixed-order sum
 // of the weight gradients, with the states' gradients (dinitial_states, and dfinal_states coming
 // back in) handled by the same launch; in channel-first rows a span map made before it gives it
 // every vector's flags, the edges' too.
@@ -672,10 +671,19 @@ MeasuredVariant PackedChapter::variant(const Step& st) {
   // Per element: forward W multiply-adds (and the epilogue); backward as chapter 09 counts it.
   const double flops = st.backward ? n * (4.0 * o.width + 1 + (o.silu ? 2.0 * o.width + 8 : 0))
                                    : 2.0 * o.width * n;
+  // (The channel-first forward: chapter 08's staged kernel where the rows are a length the vector
+  // divides, in the plain form, or with a span map; elsewhere its chunked kernel. Chunks: each
+  // piece by its own length.)
+  const int per = 16 / int(dtype_bytes(o.dtype));
+  auto mapped = [&](int64_t len) {
+    return (plain || flags_.span_map == "on") && len > 0 && len % per == 0;
+  };
+  const bool staged_main = st.kind == Step::chunks ? mapped(pk_.chunk_lens[0]) : mapped(o.seqlen);
+  const char* cf_kernel = staged_main ? "conv_fwd_cf_staged" : "conv_fwd_cf_chunked";
   const std::string kernel = st.backward
                                  ? (st.layout == Layout::channel_last ? "conv_bwd_cl" : "conv_bwd_cf")
                                  : (st.layout == Layout::channel_last ? "conv_fwd_cl_tiled"
-                                                                      : "conv_fwd_cf_chunked");
+                                                                      : cf_kernel);
   if (st.backward) {  // the partial sums: the largest any backward step of this run needs
     int64_t need = 0;
     dispatch_storage(o.dtype, [&](auto tag) {
@@ -713,8 +721,6 @@ MeasuredVariant PackedChapter::variant(const Step& st) {
   m.kernels = {{kernel, flops, tensor_bytes + params + (plain ? 0 : ids + states)}};
   // Channel-first rows whose length the vector divides use a span map (--span-map on): all of
   // them, none, or (chunks) some.
-  const int per = 16 / int(dtype_bytes(o.dtype));
-  auto mapped = [&](int64_t len) { return flags_.span_map == "on" && len > 0 && len % per == 0; };
   bool map_all = false, map_none = true;
   if (!plain && !var && st.layout == Layout::channel_first) {
     map_all = mapped(o.seqlen);
@@ -726,12 +732,15 @@ MeasuredVariant PackedChapter::variant(const Step& st) {
   }
   const bool map_ids = map_all && !pk_.seq_idx.empty();  // (chunks run without seq_idx)
   if (!st.backward && !plain && !var && st.layout == Layout::channel_first) {
-    // Channel-first rows: the rows' edges and final states in a kernel of their own after the
-    // convolution (cf_row_edges.cuh), whose bytes the states are; with a span map, in the
-    // convolution's first blocks (cf_row_heads.cuh), and make_span_map (which reads the ids)
-    // timed with the convolution, which it overlaps (forward.cuh).
+    // Channel-first rows: with a span map, chapter 08's staged kernel takes every vector, the
+    // rows' edges and final states too, and make_tap_words (which reads the ids) is timed with it,
+    // which it overlaps (forward.cuh); without one, the chunked kernel leaves the edges and final
+    // states to a kernel of their own after it (cf_row_edges.cuh), whose bytes the states are.
+    // (Chunks of both kinds: both kernels.)
     m.kernels = {{map_ids ? kMapAndConvolution : kernel, flops,
                   tensor_bytes + params + ids + (map_none ? 0 : states)}};
+    if (!map_all && !map_none)
+      m.kernels.push_back({staged_main ? "conv_fwd_cf_chunked" : "conv_fwd_cf_staged", 0, 0});
     if (!map_all) m.kernels.push_back({"cf_row_edges", 0, states});
     m.whole_run_name = "whole forward";
     m.whole_run_bytes = tensor_bytes + params + ids + states;

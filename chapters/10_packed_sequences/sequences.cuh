@@ -255,7 +255,6 @@ struct PackedRows {
   static constexpr bool kPacked = true, kSpanMap = false, kFewConfigurations = true;
   // The channel-last backward runs the warps that need flags in a launch of their own (cl_tiled).
   static constexpr bool kMixedApart = true;
-  static constexpr bool kRowHeads = false;  // (cf_chunked leaves the rows' edges to cf_row_edges)
   const int32_t* seq_idx = nullptr;  // [B, L]; nullptr: one sequence per row
   int64_t seqlen = 0, dim = 0;
   const T* initial_states = nullptr;  // [B, D, W-1], or nullptr (zeros)

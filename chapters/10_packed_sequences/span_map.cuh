@@ -1,17 +1,13 @@
-// Chapter 10: the span map, for channel-first rows whose length is a multiple of the vector. The
-// packed convolution (chapter 08's cf_chunked with PackedRows) decides each vector's span itself:
-// every lane reads the W-1+8 ids around its vector (three 16-byte loads, bf16) and the warp votes,
-// and that costs every thread registers. But the ids of a row are the same for all D of its
-// channels: the span of vector v of batch row b is one answer, not D. So a small kernel
-// (make_span_map, a thread a vector of each batch row) answers it once, into one byte per (b, v),
-// with the vector's outputs' flags (which taps count) beside it; the convolution reads the byte,
-// and the flags where it needs them.
+// Chapter 10: the span map, for channel-first rows whose length is a multiple of the vector.
+// Whether the taps of an output count depends on the ids of its batch row, not on its channel: the
+// answer for vector v of batch row b is one answer, not D. So a small kernel (a thread a vector of
+// each batch row) works it out once, before the convolution, and the convolution's D channels read
+// it instead of each scanning the ids.
 //
-//   forward   (RowSpans) the flags of mixed vectors; a row's first vector, whose taps may reach
-//             into the initial states, and the final states are the convolution's first blocks'
-//             (cf_row_heads.cuh).
-//             Without seq_idx no map is made: a row's only vector that is not full is its first
-//             (RowSpans answers from the position, as chapter 08 does).
+//   forward   (TapWords, chapter 08's cf_staged) a word a vector: which taps of each of its
+//             outputs count (the state's taps of a row's first outputs among them). The staged
+//             kernel takes every vector itself, a row's first one and its final states too.
+//             Without seq_idx no map is made: every tap of every vector counts.
 //   backward  (RowSpansBwd, chapter 09's cf_fused) every vector's flags, the edges' bits among
 //             them: the first vector's state taps, and which inputs receive the final states'
 //             gradient. The kernel takes the edges itself, inline: with the flags in memory they
@@ -26,16 +22,16 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "chapters/08_direct_forward/cf_staged.cuh"
 #include "chapters/08_direct_forward/direct_common.cuh"
-#include "chapters/10_packed_sequences/cf_row_heads.cuh"
 #include "chapters/10_packed_sequences/sequences.cuh"
 #include "common/launch.cuh"
 
 namespace conv1d::ch10 {
 
-// The map in memory: flags [B, V, 2] (a vector's TokenFlags, two words whatever the type) and
-// spans [B, V], V vectors a row: a byte a vector, a Span (forward) or a lane's form (backward,
-// lane_code). Both null: no map.
+// The backward's map in memory: flags [B, V, 2] (a vector's TokenFlags, two words whatever the
+// type) and spans [B, V], V vectors a row: a byte a vector, a lane's form (lane_code). Both null:
+// no map. (The forward's, TapWords below, is a word a vector in the same workspace.)
 struct SpanMap {
   uint32_t* flags = nullptr;
   uint8_t* spans = nullptr;
@@ -62,40 +58,47 @@ inline SpanMap span_map_in(void* workspace, int64_t batch, int64_t vectors_per_r
   return m;
 }
 
-// [docs:ch10_span_map]
-// The sequence policy of chapter 08's cf_chunked over a span map: the vector at position lo of row
-// b (lo a multiple of its size) is full, padding or mixed, and a mixed one's flags are in the map.
-// The grid's first blocks take the rows' heads (cf_row_heads.cuh), with the ids and states of
-// `rows`.
+// [docs:ch10_tap_words]
+// The forward's map (chapter 08's cf_staged): vector v of batch row b (its outputs lo .. lo+kPer-1,
+// lo = v * kPer) has words[b * V + v], bit o*W + k set when tap k of output lo + o counts, the
+// taps that read the initial states included (PackedRows' flags, ch08::taps_with_state). The
+// states and final states are PackedRows'.
 template <class T>
-struct RowSpans {
-  static constexpr bool kPacked = false, kSpanMap = true, kFewConfigurations = true;
-  static constexpr bool kRowHeads = true;
-  const uint8_t* spans = nullptr;  // [B, V], or nullptr: no seq_idx
-  const uint32_t* flags = nullptr;
+struct TapWords {
+  static constexpr bool kMap = true;
+  const uint32_t* words = nullptr;  // [B, V], or nullptr: no seq_idx, every tap counts
   int64_t vectors_per_row = 0;
   PackedRows<T> rows;
-  template <int W, int kOwn, int kAhead>
-  __device__ __forceinline__ Span span(int64_t b, int64_t lo) const {
-    if (!spans) return lo < W - 1 ? Span::mixed : Span::full;
-    return static_cast<Span>(spans[b * vectors_per_row + lo / kOwn]);
-  }
-  template <int W, int N>
-  __device__ __forceinline__ TokenFlags<N> vector_flags(int64_t b, int64_t lo) const {
-    const uint32_t* f = flags + (b * vectors_per_row + lo / N) * kMapFlagWords;
-    TokenFlags<N> m;
-#pragma unroll
-    for (int w = 0; w < TokenFlags<N>::kWords; ++w) m.w[w] = f[w];
-    return m;
-  }
-  __host__ __device__ static int64_t head_threads(int64_t batch, int64_t dim) {
-    return 2 * batch * dim;  // two a row: its first vector, its final states
+  __device__ __forceinline__ uint32_t word(int64_t b, int64_t v) const {
+    return words ? words[b * vectors_per_row + v] : ~0u;
   }
   template <int W>
-  __device__ __forceinline__ void row_head(const ch08::DirectArgs<T>& a, int64_t i) const {
-    cf_row_head<T, W>(a, rows, i);
+  __device__ __forceinline__ const T* state(int64_t row) const {
+    return rows.initial_states ? rows.initial_states + row * (W - 1) : nullptr;
+  }
+  template <int W>
+  __device__ __forceinline__ T* final_states(int64_t row) const {
+    return rows.final_states ? rows.final_states + row * (W - 1) : nullptr;
   }
 };
+
+// A thread a vector of a batch row: its word, from the outputs' flags.
+template <class T, int W>
+__global__ void make_tap_words(PackedRows<T> seqs, uint32_t* words, int64_t vectors_per_row,
+                               int64_t vectors) {
+  constexpr int kPer = kPer16<T>;
+  static_assert(kPer * W <= 32, "a vector's taps fit in a word");
+  allow_next_launch();  // the convolution may start now: it waits before reading the words
+  const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;  // b * V + v
+  if (i >= vectors) return;
+  const int64_t b = i / vectors_per_row, lo = (i - b * vectors_per_row) * kPer;
+  uint32_t w = 0;
+#pragma unroll
+  for (int o = 0; o < kPer; ++o)
+    w |= ch08::taps_with_state<W>(seqs.template flags_here<W>(b, lo + o)) << (o * W);
+  words[i] = w;
+}
+// [/docs:ch10_tap_words]
 
 // The backward's byte of the vector at lo (chapter 09's cf_fused takes its dx and its share of the
 // sums, from the inputs W-1 before it to the dz W-1 after it): padding when its own positions all
@@ -127,16 +130,15 @@ __device__ uint8_t lane_code(const PackedRows<T>& seqs, int64_t b, int64_t lo, S
   return !edge && cut == kCutNone ? uint8_t(Span::full) : uint8_t(kCutZero + cut);
 }
 
-// A thread a vector: its span, as the packed convolution would decide it (PackedRows::span: a
-// row's first vector is mixed, and with the final states' gradient so are those that hold its
-// last W-1 inputs; the rest by their ids), and its outputs' flags: every tap for a full vector,
-// none for padding, and for a mixed one the bytes the packed kernels compute (vector_flags inline,
-// or flags_here position by position where the edges' bits come in). The backward's byte is its
-// lane_code.
-template <class T, int W, bool kBackward>
+// The backward's map, a thread a vector: its span, as the packed backward would decide it
+// (PackedRows::span: a row's first vector is mixed, and with the final states' gradient so are
+// those that hold its last W-1 inputs; the rest by their ids), its lane_code, and its outputs'
+// flags: every tap for a full vector, none for padding, and for a mixed one the bytes the packed
+// kernels compute (vector_flags inline, or flags_here position by position where the edges' bits
+// come in).
+template <class T, int W>
 __global__ void make_span_map(PackedRows<T> seqs, SpanMap m, int64_t vectors) {
   constexpr int kPer = kPer16<T>;
-  allow_next_launch();  // the forward's convolution may start now: it waits before reading the map
   const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;  // b * V + v
   if (i >= vectors) return;
   const int64_t b = i / m.vectors_per_row, lo = (i - b * m.vectors_per_row) * kPer;
@@ -150,11 +152,10 @@ __global__ void make_span_map(PackedRows<T> seqs, SpanMap m, int64_t vectors) {
         if (lo + e < seqs.seqlen) f.put(e, seqs.template flags_here<W>(b, lo + e));
     }
   }
-  m.spans[i] = kBackward ? lane_code<T, W, kPer>(seqs, b, lo, s) : static_cast<uint8_t>(s);
+  m.spans[i] = lane_code<T, W, kPer>(seqs, b, lo, s);
 #pragma unroll
   for (int w = 0; w < TokenFlags<kPer>::kWords; ++w) m.flags[i * kMapFlagWords + w] = f.w[w];
 }
-// [/docs:ch10_span_map]
 
 // [docs:ch10_span_map_bwd]
 // The same map, as chapter 09's cf_fused reads it: a lane's byte (lane_code) is its form. The flags
@@ -211,18 +212,28 @@ struct RowSpansBwd : PackedRows<T> {
 
 constexpr int kSpanMapThreads = 256;
 
-// (`backward`: the bytes are lane codes.)
 template <class T>
 void launch_make_span_map(int64_t batch, int width, const PackedRows<T>& seqs, const SpanMap& m,
-                          bool backward, cudaStream_t s = 0) {
+                          cudaStream_t s = 0) {
   const int64_t vectors = batch * m.vectors_per_row;
   if (vectors == 0) return;
   dispatch_width(width, [&](auto w) {
     constexpr int W = decltype(w)::value;
-    launch_or_describe("make_span_map",
-                       backward ? make_span_map<T, W, true> : make_span_map<T, W, false>,
+    launch_or_describe("make_span_map", make_span_map<T, W>,
                        ceil_div(vectors, int64_t(kSpanMapThreads)), kSpanMapThreads, s, nullptr,
                        seqs, m, vectors);
+  });
+}
+
+template <class T>
+void launch_make_tap_words(int64_t batch, int width, const TapWords<T>& t, cudaStream_t s = 0) {
+  const int64_t vectors = batch * t.vectors_per_row;
+  if (vectors == 0 || !t.words) return;
+  dispatch_width(width, [&](auto w) {
+    constexpr int W = decltype(w)::value;
+    launch_or_describe("make_tap_words", make_tap_words<T, W>,
+                       ceil_div(vectors, int64_t(kSpanMapThreads)), kSpanMapThreads, s, nullptr,
+                       t.rows, const_cast<uint32_t*>(t.words), t.vectors_per_row, vectors);
   });
 }
 
