@@ -54,7 +54,8 @@ struct EveryTap {
 };
 
 // How the tensor is cut into tiles (staged_tiles): a row of L elements into `per_row` tiles of at
-// most kStagedVectors vectors, or, rows shorter than half a tile, `rows_per_tile` whole rows a tile.
+// most kStagedVectors vectors, or, rows shorter than half a tile, `rows_per_tile` whole rows a
+// tile.
 struct StagedTiles {
   int64_t tiles = 0, per_row = 1, rows_per_tile = 1;
   FastDivmod by_per_row, by_row_vectors, by_dim;
@@ -65,6 +66,7 @@ template <class T, int W, class Taps>
 __global__ void __launch_bounds__(kStagedThreads)
     conv_fwd_cf_staged(DirectArgs<T> a, StagedTiles g, Taps taps, int64_t blocks) {
   constexpr int kPer = kPer16<T>;
+  constexpr uint32_t kEveryTap = kPer * W >= 32 ? ~0u : (1u << (kPer * W)) - 1u;  // a word's bits
   extern __shared__ Bytes16 staged[];  // kStagedStages stages of kStagedStageVectors vectors
   const int64_t rows = a.batch * a.dim, row_vectors = a.seqlen / kPer;
   const int64_t block = blockIdx.x, count = block < g.tiles ? ceil_div(g.tiles - block, blocks) : 0;
@@ -107,8 +109,6 @@ __global__ void __launch_bounds__(kStagedThreads)
   };
   for (int s = 0; s < kStagedStages - 1; ++s) fetch(s);
 
-    // (One copy of the loop's body: unrolled, it no longer fits the instruction cache.)
-#pragma unroll 1
   for (int64_t i = 0; i < count; ++i) {
     // Before the tile lands: each vector's row and place in it, its taps, the filter.
     const Tile tl = tile_of(i);
@@ -150,7 +150,7 @@ __global__ void __launch_bounds__(kStagedThreads)
       const CfWindow<T, W> win = cf_window<T, W>(prev, bit_cast<Vec<T, kPer>>(stage[1 + v]));
       const uint32_t m = taps_word[j];
       float y[kPer];
-      if (m == ~0u) {  // every tap of every output: the unmasked form
+      if ((m & kEveryTap) == kEveryTap) {  // every tap of every output: the unmasked form
 #pragma unroll
         for (int o = 0; o < kPer; ++o) y[o] = conv_output<W, false>(f, &win.v[o], 0, a.silu);
       } else {  // (chapter 10) each output by its taps; none: padding, exactly 0
@@ -159,7 +159,7 @@ __global__ void __launch_bounds__(kStagedThreads)
           y[o] = conv_output<W, true, true>(f, &win.v[o], m >> (o * W) & kAllTaps<W>, a.silu);
       }
       store16_unordered(a.out + row[j] * a.seqlen + t0[j], from_floats<T, kPer>(y));
-      // (Chapter 10) a row's last W-1 inputs of its last sequence: tap j+1 of its last output.
+      // (Chapter 10) a row's last W-1 inputs of its last sequence: tap q+1 of its last output.
       if (t0[j] + kPer == a.seqlen)
         if (T* fin = taps.template final_states<W>(row[j]))
 #pragma unroll

@@ -1,7 +1,7 @@
 // Chapter 10: a packed forward is a launch of chapter 08's kernel (cf_staged, cf_chunked or
 // cl_tiled) with a sequence policy (sequences.cuh, span_map.cuh), and in channel-first rows
-// without a span map a second, small one for the rows' edges (cf_row_edges.cuh). What each form hands to them, and the launches; the chapter and its
-// tests both go through here.
+// without a span map a second, small one for the rows' edges (cf_row_edges.cuh). What each form
+// hands to them, and the launches; the chapter and its tests both go through here.
 #pragma once
 
 #include <stdexcept>
@@ -25,8 +25,8 @@ struct Forward {
   PackedRows<T> rows{};
   Varlen<T> varlen{};
   void* span_workspace = nullptr;  // channel-first rows: room for a span map (with_span_map)
-  int64_t cf_blocks =
-      0;  // channel-first: at most this many blocks of cf_staged (0: as many as fit)
+  // Channel-first: at most this many blocks of cf_staged (0: as many as fit; the tests use few).
+  int64_t cf_blocks = 0;
 };
 
 // Chapter 08's forward, nothing else: the baseline a packed run is measured against.
