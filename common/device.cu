@@ -87,6 +87,10 @@ int64_t resident_blocks(const void* kernel, int threads, size_t smem) {
   const auto it = known.find(key);
   if (it != known.end()) return it->second;
   int per_sm = 0, sms = 0;
+  // (Past the 48 KB a kernel gets without asking, the occupancy counts only what it asked for.)
+  if (smem > 48 * 1024)
+    GPU_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   static_cast<int>(smem)));
   GPU_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem));
   GPU_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   return known[key] = int64_t(std::max(per_sm, 1)) * sms;

@@ -11,6 +11,7 @@
 
 #include "chapters/06_channel_last_backward/backward_problem.h"
 #include "chapters/09_direct_backward/cf_fused.cuh"
+#include "chapters/09_direct_backward/cf_staged.cuh"
 #include "chapters/09_direct_backward/cl_tiled.cuh"
 #include "chapters/09_direct_backward/naive.cuh"
 #include "chapters/09_direct_backward/reduce.cuh"
@@ -26,17 +27,21 @@ namespace {
 
 // One kernel with one launch choice.
 struct Kernel {
-  std::string name;  // "naive", "cf_fused", "cl_tiled"
+  std::string name;  // "naive", "cf_fused", "cf_staged", "cl_tiled"
   Layout layout;
   bool atomic = false;
   int vectors = 2, rows = 32;  // cf_fused's and cl_tiled's choices
   int access_bytes = 0;        // cl_tiled's widest access (0: the default channels)
+  int64_t blocks = 0;          // cf_staged: at most this many blocks (0: as many as fit)
 };
 
 std::vector<Kernel> all_kernels() {
   std::vector<Kernel> ks{{"naive", Layout::channel_first}, {"naive", Layout::channel_last}};
   for (int v : {1, 2, 4}) ks.push_back({"cf_fused", Layout::channel_first, false, v});
   ks.push_back({"cf_fused", Layout::channel_first, true, 2});
+  ks.push_back({"cf_staged", Layout::channel_first});
+  ks.push_back({"cf_staged", Layout::channel_first, true});
+  ks.push_back({"cf_staged", Layout::channel_first, false, 2, 32, 0, 1});  // one block: every tile
   for (int r : {16, 32, 64}) ks.push_back({"cl_tiled", Layout::channel_last, false, 2, r});
   ks.push_back({"cl_tiled", Layout::channel_last, false, 2, 16, 16});
   ks.push_back({"cl_tiled", Layout::channel_last, false, 2, 32, 4});
@@ -47,6 +52,7 @@ std::vector<Kernel> all_kernels() {
 std::string describe(const Kernel& k, const Options& o) {
   return k.name + (k.atomic ? "_atomic" : "") +
          (k.name == "cf_fused" ? "@" + std::to_string(k.vectors) + "v" : "") +
+         (k.name == "cf_staged" && k.blocks ? "@" + std::to_string(k.blocks) + "blocks" : "") +
          (k.name == "cl_tiled"
               ? "@" + std::to_string(k.rows) + "r@" + std::to_string(k.access_bytes) + "B"
               : "") +
@@ -115,6 +121,13 @@ ch06::BwdOutputs run(const Kernel& k, const Problem& q, size_t offset = 0) {
     if (k.name == "naive") {
       launch_naive_dx(a, k.layout, o.width);
       launch_naive_dweight(a, k.layout, o.width);
+    } else if (k.name == "cf_staged") {
+      launch_cf_bwd_staged(a, o.width, 0, nullptr, k.blocks);
+      const int64_t chunks = cf_bwd_staged_chunks(o.seqlen, kPer16<T>);
+      if (!k.atomic)
+        launch_reduce_partials(partials.get<float>(),
+                               cf_bwd_partials(o.batch, o.dim, chunks, o.width), o.dim, o.width,
+                               dweight.get<float>(), dbias.get<float>());
     } else if (k.name == "cf_fused") {
       launch_cf_bwd(a, o.width, k.vectors);
       const int64_t chunks = cf_bwd_chunks(o.seqlen, kPer16<T>, k.vectors);
@@ -140,6 +153,12 @@ ch06::BwdOutputs run(const Kernel& k, const Problem& q, size_t offset = 0) {
   return out;
 }
 
+// Does kernel k take this shape? (The staged kernel needs L a multiple of the vector; it refuses
+// the others, StagedTilesAndRows below.)
+bool takes(const Kernel& k, const Options& o) {
+  return k.name != "cf_staged" || o.seqlen % (16 / int64_t(dtype_bytes(o.dtype))) == 0;
+}
+
 ::testing::AssertionResult matches_reference(const Kernel& k, const Problem& q,
                                              const ch06::BwdOutputs& got) {
   const CheckResult c = ch06::check_backward(q.p, got);
@@ -156,7 +175,8 @@ TEST(Ch09Direct, EveryKernelMatchesTheReference) {
   CONV1D_REQUIRE_GPU_OR_SKIP();
   for_each_awkward_shape(900, 600, [](const Options& o) {
     const Problem q = make_problem(o);
-    for (const Kernel& k : all_kernels()) EXPECT_TRUE(matches_reference(k, q, run(k, q)));
+    for (const Kernel& k : all_kernels())
+      if (takes(k, o)) EXPECT_TRUE(matches_reference(k, q, run(k, q)));
   });
 }
 
@@ -167,7 +187,8 @@ TEST(Ch09Direct, RandomShapesMatchTheReference) {
   for (int trial = 0; trial < 18; ++trial) {
     const Options o = random_shape_options(rng, trial, 2000);
     const Problem q = make_problem(o);
-    for (const Kernel& k : all_kernels()) EXPECT_TRUE(matches_reference(k, q, run(k, q)));
+    for (const Kernel& k : all_kernels())
+      if (takes(k, o)) EXPECT_TRUE(matches_reference(k, q, run(k, q)));
   }
 }
 
@@ -180,7 +201,7 @@ TEST(Ch09Direct, DeterministicSumsAndLaunchIndependentDx) {
     const ch06::BwdOutputs cf = run({"cf_fused", Layout::channel_first}, q);
     const ch06::BwdOutputs cl = run({"cl_tiled", Layout::channel_last}, q);
     for (const Kernel& k : all_kernels()) {
-      if (k.name == "naive") continue;
+      if (k.name == "naive" || !takes(k, q.p.opt)) continue;
       const ch06::BwdOutputs a = run(k, q), b = run(k, q);
       const ch06::BwdOutputs& same_layout = k.layout == Layout::channel_first ? cf : cl;
       EXPECT_TRUE(same_bits(a.dx, same_layout.dx)) << describe(k, q.p.opt) << ": dx";
@@ -197,8 +218,46 @@ TEST(Ch09Direct, DeterministicSumsAndLaunchIndependentDx) {
 TEST(Ch09Direct, MisalignedPointers) {
   CONV1D_REQUIRE_GPU_OR_SKIP();
   const Problem q = make_problem(shape_options(2, 48, 520, 3, Dtype::bf16, true, true, 5));
-  for (const Kernel& k : all_kernels())
-    EXPECT_TRUE(matches_reference(k, q, run(k, q, 1))) << "offset by one";
+  for (const Kernel& k : all_kernels()) {
+    if (k.name == "cf_staged")
+      EXPECT_THROW(run(k, q, 1), std::invalid_argument) << "offset by one";
+    else
+      EXPECT_TRUE(matches_reference(k, q, run(k, q, 1))) << "offset by one";
+  }
+}
+
+// The staged kernel's tiles (at most 512 vectors of x and of dout) against the rows: rows longer
+// than a tile with a short last tile, exactly one tile, shorter than a tile, a single vector; whole
+// rows a tile (rows of 32, 64 and 96 vectors: 16, 8 and 5 a tile, the last tile short); every
+// width, with one block (every tile in turn through the stages), two, and as many as fit. Its dx is
+// the same bits as cf_fused's (the same arithmetic a position); L not a multiple of the vector is
+// refused.
+TEST(Ch09Direct, StagedTilesAndRows) {
+  CONV1D_REQUIRE_GPU_OR_SKIP();
+  struct Shape {
+    int64_t b, d, l;
+    Dtype t;
+  };
+  const Shape shapes[] = {{2, 3, 6000, Dtype::bf16}, {3, 40, 104, Dtype::fp16},
+                          {1, 7, 4104, Dtype::bf16}, {1, 1, 4096, Dtype::bf16},
+                          {1, 1, 4100, Dtype::fp32}, {2, 5, 2048, Dtype::fp32},
+                          {1, 2, 8, Dtype::bf16},    {5, 30, 4, Dtype::fp32},
+                          {3, 40, 256, Dtype::bf16}, {5, 30, 256, Dtype::fp32},
+                          {2, 9, 768, Dtype::fp16}};
+  for (const Shape& sh : shapes)
+    for (int width : {2, 3, 4}) {
+      const Problem q =
+          make_problem(shape_options(sh.b, sh.d, sh.l, width, sh.t, true, width != 3, 13));
+      const ch06::BwdOutputs fused = run({"cf_fused", Layout::channel_first}, q);
+      for (int64_t blocks : {int64_t(1), int64_t(2), int64_t(0)}) {
+        const Kernel k{"cf_staged", Layout::channel_first, false, 2, 32, 0, blocks};
+        const ch06::BwdOutputs got = run(k, q);
+        EXPECT_TRUE(matches_reference(k, q, got));
+        EXPECT_TRUE(same_bits(got.dx, fused.dx)) << describe(k, q.p.opt) << ": dx";
+      }
+    }
+  const Problem odd = make_problem(shape_options(1, 2, 4097, 3, Dtype::bf16, false, false, 12));
+  EXPECT_THROW(run({"cf_staged", Layout::channel_first}, odd), std::invalid_argument);
 }
 
 // The tolerance catches a lost unit of the partial sums: the result with one unit's sums zeroed
@@ -238,6 +297,20 @@ TEST(Ch09Launch, VectorsPerLaneAndChunks) {
   EXPECT_EQ(packed_cf_row_lanes<float>(false), kWarpLanes);
   EXPECT_EQ((cf_row_lanes<__nv_bfloat16, OneSequencePerRow>(false)), kWarpLanes);
   EXPECT_EQ(cf_bwd_chunks(4096, 8, 4, 8), 16);
+}
+
+TEST(Ch09Launch, StagedTiles) {
+  EXPECT_EQ(cf_bwd_staged_chunks(4096, 8), 1);  // 512 vectors: one tile a row
+  EXPECT_EQ(cf_bwd_staged_chunks(4104, 8), 2);
+  EXPECT_EQ(cf_bwd_staged_chunks(4096, 4), 2);  // fp32: 1024 vectors
+  EXPECT_EQ(cf_bwd_staged_chunks(8, 8), 1);
+  EXPECT_EQ(bwd_staged_rows_per_tile(512, 8), 8);    // 64 vectors
+  EXPECT_EQ(bwd_staged_rows_per_tile(256, 8), 16);   // 32
+  EXPECT_EQ(bwd_staged_rows_per_tile(2048, 8), 2);   // 256: half a tile
+  EXPECT_EQ(bwd_staged_rows_per_tile(4096, 8), 1);   // a whole tile
+  EXPECT_EQ(bwd_staged_rows_per_tile(768, 8), 5);    // 96 vectors: 5 rows, 480 vectors a tile
+  EXPECT_EQ(bwd_staged_rows_per_tile(104, 8), 1);    // 13 vectors: not whole warps
+  EXPECT_EQ(bwd_staged_rows_per_tile(512, 4), 4);    // fp32: 128 vectors
 }
 
 TEST(Ch09Launch, RowsPerLaneFillTheGpu) {

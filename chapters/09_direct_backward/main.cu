@@ -4,16 +4,20 @@
 // layout (--layout), with dweight and dbias summed in a fixed order (the same bits every run) or,
 // for comparison, with atomics (--reduction). The steps, headline first:
 //
-//   channel-first   cf_fused   one pass per row chunk: halos both ways by shuffle, sums per chunk
-//                              (cf_fused.cuh), then reduce_partials (reduce.cuh)
+//   channel-first   cf_staged  persistent blocks; tiles of x and dout fetched ahead into shared
+//                              memory by cp.async, halos beside them, sums per tile
+//                              (cf_staged.cuh), then reduce_partials (reduce.cuh)
+//                   cf_fused   one pass per row chunk: halos both ways by shuffle, sums per chunk
+//                              (cf_fused.cuh), then reduce_partials
 //                   cf_naive   a thread per dx element; a block per channel for the sums
 //                              (naive.cuh)
 //   channel-last    cl_tiled   a lane walks down a tile of time steps with x and dz windows in
 //                              registers (cl_tiled.cuh), then reduce_partials
 //                   cl_naive   as cf_naive, in channel-last memory
 //
-// cf_fused and cl_tiled also run with atomic sums (cf_fused_atomic, cl_tiled_atomic) with
-// --reduction atomic or both. As in chapter 08 the tensors stay on the device: a timed run is the
+// cf_staged, cf_fused and cl_tiled also run with atomic sums (cf_staged_atomic, ...) with
+// --reduction atomic or both. cf_staged needs L a multiple of the 16-byte vector (rows on 16-byte
+// boundaries); the chapter skips it, and says so, for other lengths. As in chapter 08 the tensors stay on the device: a timed run is the
 // kernels alone. The problem is drawn channel-first; channel-last runs read its transposes, and
 // their dx is transposed back to be checked against the one fp64 reference.
 #include <cstdio>
@@ -23,6 +27,7 @@
 
 #include "chapters/06_channel_last_backward/backward_problem.h"
 #include "chapters/09_direct_backward/cf_fused.cuh"
+#include "chapters/09_direct_backward/cf_staged.cuh"
 #include "chapters/09_direct_backward/cl_tiled.cuh"
 #include "chapters/09_direct_backward/naive.cuh"
 #include "chapters/09_direct_backward/reduce.cuh"
@@ -44,14 +49,17 @@ struct Flags {
 // One variant: a step of the chapter in one layout, with one way of adding the sums.
 struct Step {
   Layout layout;
-  std::string idea;  // "fused", "tiled", "naive"
+  std::string idea;  // "staged", "fused", "tiled", "naive"
   bool atomic = false;
   std::string name() const {
     return std::string(layout == Layout::channel_first ? "cf_" : "cl_") + idea +
            (atomic ? "_atomic" : "");
   }
   std::string main_kernel() const {
-    return idea == "naive" ? "conv_bwd_naive_dx" : idea == "fused" ? "conv_bwd_cf" : "conv_bwd_cl";
+    return idea == "naive"    ? "conv_bwd_naive_dx"
+           : idea == "staged" ? "conv_bwd_cf_staged"
+           : idea == "fused"  ? "conv_bwd_cf"
+                              : "conv_bwd_cl";
   }
 };
 
@@ -85,8 +93,9 @@ class DirectBackwardChapter : public Chapter {
                     "layout of x, dout and dx: channel-first [B,D,L], channel-last [B,L,D] or both "
                     "(default)"),
         choice_flag(
-            "--variant", &flags_.variant, {"all", "fused", "tiled", "naive"},
-            "all (default) or one step: fused (channel-first), tiled (channel-last), naive"),
+            "--variant", &flags_.variant, {"all", "staged", "fused", "tiled", "naive"},
+            "all (default) or one step: staged or fused (channel-first), tiled (channel-last), "
+            "naive"),
         choice_flag(
             "--reduction", &flags_.reduction, {"deterministic", "atomic", "both"},
             "dweight and dbias: partial sums added in a fixed order, atomics, or both compared "
@@ -101,7 +110,7 @@ class DirectBackwardChapter : public Chapter {
                  "channels per lane in 16 bits, 2 in fp32)")};
   }
 
-  std::string check(const Options&) override {
+  std::string check(const Options& o) override {
     const int64_t v = flags_.vectors, r = flags_.rows, ab = flags_.access_bytes;
     if (v != 0 && v != 1 && v != 2 && v != 4)
       return "--vectors must be 0, 1, 2 or 4 (got " + std::to_string(v) + ")";
@@ -109,11 +118,25 @@ class DirectBackwardChapter : public Chapter {
       return "--rows must be 0, 16, 32 or 64 (got " + std::to_string(r) + ")";
     if (ab != 0 && ab != 4 && ab != 8 && ab != 16)
       return "--access-bytes must be 0, 4, 8 or 16 (got " + std::to_string(ab) + ")";
+    // The staged kernel's tiles follow rows, which must start on 16-byte boundaries.
+    const int per = 16 / int(dtype_bytes(o.dtype));
+    const bool staged_takes_rows = o.seqlen % per == 0;
+    if (flags_.variant == "staged" && !staged_takes_rows)
+      return "--variant staged needs --seqlen a multiple of " + std::to_string(per) + " in " +
+             dtype_name(o.dtype) + " (rows on 16-byte boundaries; fused takes any length)";
     for (Layout l : {Layout::channel_first, Layout::channel_last}) {
       if (!wants(l)) continue;
-      const std::string fast = l == Layout::channel_first ? "fused" : "tiled";
-      for (const std::string& idea : {fast, std::string("naive")}) {
+      const std::vector<std::string> ideas = l == Layout::channel_first
+                                                 ? std::vector<std::string>{"staged", "fused", "naive"}
+                                                 : std::vector<std::string>{"tiled", "naive"};
+      for (const std::string& idea : ideas) {
         if (flags_.variant != "all" && flags_.variant != idea) continue;
+        if (idea == "staged" && !staged_takes_rows) {
+          skipped_ = "cf_staged skipped: --seqlen " + std::to_string(o.seqlen) +
+                     " is not a multiple of " + std::to_string(per) +
+                     " (rows on 16-byte boundaries)";
+          continue;
+        }
         for (bool atomic : {false, true}) {
           if (idea == "naive" && atomic) continue;
           if (idea != "naive" && flags_.reduction != "both" &&
@@ -125,7 +148,7 @@ class DirectBackwardChapter : public Chapter {
     }
     if (steps_.empty())
       return "--variant " + flags_.variant + " has no kernel in --layout " + flags_.layout +
-             " (fused is channel-first, tiled channel-last)";
+             " (staged and fused are channel-first, tiled channel-last)";
     return "";
   }
 
@@ -147,6 +170,7 @@ class DirectBackwardChapter : public Chapter {
   }
 
   void describe(const Frame&) override {
+    if (!skipped_.empty()) std::printf("%s\n", skipped_.c_str());
     for (const Step& st : steps_)
       std::printf("%s%s", st.name().c_str(), &st == &steps_.back() ? "\n" : ", ");
   }
@@ -261,6 +285,10 @@ class DirectBackwardChapter : public Chapter {
 
   // The partial-sum buffer of a deterministic step, as reduce_partials reads it.
   PartialLayout partial_layout(const Step& st) const {
+    if (st.idea == "staged")
+      return cf_bwd_partials(
+          opt_.batch, opt_.dim,
+          cf_bwd_staged_chunks(opt_.seqlen, dtype_bytes(opt_.dtype) == 4 ? 4 : 8), opt_.width);
     if (st.idea == "fused")
       return cf_bwd_partials(
           opt_.batch, opt_.dim,
@@ -286,6 +314,8 @@ class DirectBackwardChapter : public Chapter {
       if (facts) {
         if (st.idea == "naive")
           launch_naive_dx(a, st.layout, W, 0, facts);
+        else if (st.idea == "staged")
+          launch_cf_bwd_staged(a, W, 0, facts);
         else if (st.idea == "fused")
           launch_cf_bwd(a, W, choices_.vectors, 0, facts);
         else
@@ -303,7 +333,9 @@ class DirectBackwardChapter : public Chapter {
           GPU_CHECK(cudaMemsetAsync(dbias_.get(), 0, dbias_.bytes()));
         });
       record(st.main_kernel().c_str(), [&] {
-        if (st.idea == "fused")
+        if (st.idea == "staged")
+          launch_cf_bwd_staged(a, W);
+        else if (st.idea == "fused")
           launch_cf_bwd(a, W, choices_.vectors);
         else
           launch_cl_bwd(a, W, choices_.rows, choices_.access_bytes);
@@ -419,6 +451,10 @@ class DirectBackwardChapter : public Chapter {
   }
 
   std::string detail(const Step& st) {
+    if (st.idea == "staged")
+      return "; tiles of " + std::to_string(kStagedVectors) + " vectors, " +
+             std::to_string(kBwdStagedStages) + " stages of " +
+             std::to_string(kBwdStageVectors * 16 / 1024) + " KB in shared memory";
     if (st.idea == "fused") return "; " + std::to_string(choices_.vectors) + " vector(s) per lane";
     if (st.idea == "tiled")
       return "; " + std::to_string(choices_.rows) + " time steps per lane, " +
@@ -428,6 +464,7 @@ class DirectBackwardChapter : public Chapter {
 
   Flags flags_;
   std::vector<Step> steps_;
+  std::string skipped_;  // a step the shape rules out, said in the header
   Options opt_;
   ch06::BwdProblem p_;
   HostArray x_last_, dout_last_;  // x and dout as [B, L, D], until they are uploaded

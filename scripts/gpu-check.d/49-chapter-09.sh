@@ -70,11 +70,13 @@ if [[ -x $exe9 ]]; then
 
   # Sanitizers on what the generic runs (bf16, D = 40, L = 67) miss: L shorter than W and than a
   # vector, several chunks and tiles per row with a partial last one, fp32 and fp16, bias and SiLU,
-  # each launch choice.
+  # each launch choice; the staged kernel (which needs L a multiple of the vector) with two tiles a
+  # row, the second of two vectors.
   sanitize_shapes ch09_direct_backward "$exe9" \
     "--batch 3 --dim 37 --seqlen 5 --width 3 --bias --silu --dtype fp32" \
     "--batch 2 --dim 24 --seqlen 1300 --width 4 --dtype fp16 --vectors 4 --rows 16 --access-bytes 8" \
-    "--batch 1 --dim 7 --seqlen 1 --width 2 --dtype bf16 --vectors 1 --rows 64"
+    "--batch 1 --dim 7 --seqlen 1 --width 2 --dtype bf16 --vectors 1 --rows 64" \
+    "--batch 2 --dim 9 --seqlen 4112 --width 3 --dtype bf16 --bias --silu --layout channel-first"
 else
   row ch09_direct_backward bench FAIL "$exe9 not built"
 fi
