@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Fifth call: chapter 10's channel-first rows backward on chapter 09's staged kernel (the span
+# map's vector forms; vectors that take their flags in a list a warp, after the others), and its
+# plain backward on the same kernel. Builds chapters 09 and 10 and their tests; chapter 10's
+# benchmark report at the GPU-check section's channel-first shapes (both directions); the unit
+# tests of both chapters; memcheck and racecheck on chapter 10's backward tests that take the
+# staged kernel and on the chapter at the section's sanitizer shapes. Results in run.tgz.
+set -uo pipefail
+root=$(pwd); out=${OUT:?set OUT}
+res=$(mktemp -d); start=$SECONDS; stamp() { echo "[$((SECONDS - start)) s] $*"; }
+trap 'sed -i "s#$root/##g" "$res"/*.txt 2>/dev/null; tar czf "$out/run.tgz" -C "$res" .' EXIT
+b=$root/build/gpu-check
+cmake -S . -B "$b" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=native > "$res/configure.txt" 2>&1
+cmake --build "$b" -j "$(nproc)" --target ch10_packed_sequences conv1d_tests_ch09 conv1d_tests_ch10 > "$res/build.txt" 2>&1 || { tail -n 40 "$res/build.txt"; exit 1; }
+stamp "build: $(grep -c warning "$res/build.txt") warning lines"
+nvidia-smi --query-gpu=name --format=csv,noheader > "$res/gpu.txt"
+E10=$b/chapters/10_packed_sequences/ch10_packed_sequences
+big=(--batch 8 --dim 4096 --seqlen 4096 --width 4 --iters 20 --warmup 3 --initial-states --layout channel-first --form rows)
+for c in "rows_bf16 --dtype bf16 --seq-lens random:8" "states_bf16 --dtype bf16 --seq-lens none" \
+         "rows_bf16_bias_silu --dtype bf16 --seq-lens random:8 --bias --silu" "rows_fp32 --dtype fp32 --seq-lens random:8" \
+         "rows64_bf16 --dtype bf16 --seq-lens random:64"; do
+  set -- $c
+  "$E10" "${big[@]}" "${@:2}" --summary "$res/bench_10_$1.tsv" > "$res/ch10_$1.txt" 2>&1
+  stamp "ch10 $1 rc $?: $(grep -E 'whole (forward|backward)' "$res/ch10_$1.txt" | tr '\n' ' ')"
+done
+CONV1D_REQUIRE_GPU=1 ctest --test-dir "$b" -R 'unit\.Ch09|unit\.Ch10' -j 4 --output-on-failure > "$res/ctest.txt" 2>&1
+stamp "ctest rc $?: $(grep -E 'tests passed' "$res/ctest.txt")"
+for tool in memcheck racecheck; do
+  {
+    compute-sanitizer --tool $tool --error-exitcode 9 "$b/tests/conv1d_tests_ch10" \
+      --gtest_filter='Ch10RowsBackward.OneBatchManyShortSequencesWithStates:Ch10RowsBackward.FourRowsAWarpWithRowsLeftOver'
+    for shape in "--batch 2 --dim 24 --seqlen 64 --width 2 --dtype bf16 --seq-lens 1,0,2,9,5" \
+                 "--batch 2 --dim 20 --seqlen 256 --width 4 --dtype bf16 --bias --silu --seq-lens random:6" \
+                 "--batch 3 --dim 10 --seqlen 4104 --width 3 --dtype fp16 --seq-lens random:9"; do
+      compute-sanitizer --tool $tool --error-exitcode 9 "$E10" $shape --initial-states --form rows \
+        --layout channel-first --direction backward --iters 1 --warmup 0
+    done
+  } > "$res/sanitizer_$tool.txt" 2>&1
+  stamp "$tool rc $?: $(grep -cE '(ERROR|RACECHECK) SUMMARY: 0 (errors|hazards)' "$res/sanitizer_$tool.txt") clean summaries of 4"
+done
