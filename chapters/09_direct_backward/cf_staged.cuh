@@ -207,13 +207,13 @@ __global__ void __launch_bounds__(kStagedThreads)
     }
     __syncthreads();
     const int64_t tile_rows = whole_rows ? tl.vectors / row_vectors : 1;
-    if (threadIdx.x < tile_rows) {
+    if (const int me = int(threadIdx.x); me < tile_rows) {  // thread r: the tile's row r
       const int row_groups = whole_rows ? int(row_vectors / kWarpLanes) : kWarps;
       GradSums<W> unit;
-      for (int q = threadIdx.x * row_groups; q < (threadIdx.x + 1) * row_groups; ++q)
+      for (int q = me * row_groups; q < (me + 1) * row_groups; ++q)
 #pragma unroll
         for (int k = 0; k <= W; ++k) unit.v[k] += group_sums[q][k];
-      const int64_t r = tl.row + threadIdx.x;
+      const int64_t r = tl.row + me;
       emit_sums<W>(a, r * g.per_row + tl.chunk, channel(r), unit);
     }
   }
