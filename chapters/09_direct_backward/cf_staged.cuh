@@ -1,10 +1,10 @@
 // Chapter 09, step 3 (`staged`, channel-first): chapter 08's staged tiles (step 4 there) for the
 // backward. cf_fused holds a chunk's x and dout in registers: what a warp has in flight is what its
 // registers hold, and at 8x4096x4096 bf16 it stayed near 80 % of the copy ceiling. Here a block is
-// persistent and takes tiles of one row (at most 512 vectors of 16 bytes of x, and the same of
-// dout) one after another; while it computes one, the copies of the next kBwdStagedStages - 1
-// tiles are on their way into shared memory (cp.async). Everything a vector needs lies beside it
-// in the stage:
+// persistent and takes tiles one after another (a piece of a row: at most 512 vectors of 16 bytes
+// of x, and the same of dout; or several whole short rows); while it computes one, the copies of
+// the next kBwdStagedStages - 1 tiles are on their way into shared memory (cp.async). Everything a
+// vector needs lies beside it in the stage:
 //
 //   x     [before] [the tile's vectors ...] [after]   before: the vector in front of the tile
 //   dout            [the tile's vectors ...] [after]          (zeros at t = 0); after: the vector
@@ -14,9 +14,9 @@
 // vector after it for dz at the W-1 positions ahead (dx[s] reads dz up to s + W-1): no shuffles, no
 // "last lane" special case, and the zeros copied at the row's ends take care of t < 0 and t >= L.
 // dz ahead is computed twice (by this vector's thread and the next one's): W-1 extra dz per kPer,
-// arithmetic the kernel has to spare. Each tile is a unit of the deterministic sums: a fixed
-// butterfly in each warp, then the block's four warps in order. Rows must start on 16-byte
-// boundaries (L a multiple of the vector), as in the forward.
+// arithmetic the kernel has to spare. Each piece of a row is a unit of the deterministic sums: a
+// fixed butterfly in each warp, then the warps in order. Rows must start on 16-byte boundaries (L
+// a multiple of the vector), as in the forward.
 #pragma once
 
 #include <algorithm>
@@ -35,8 +35,8 @@ using ch08::kStagedMine;     // a thread's vectors of a tile (4)
 using ch08::kStagedThreads;  // a block (128)
 using ch08::kStagedVectors;  // vectors of x (and of dout) a tile at most (512)
 
-// Three stages of 16 KB: x and dout make a tile twice the forward's, so three stages hold as many
-// bytes in flight as the forward's four (a Hopper multiprocessor takes four such blocks).
+// Three stages of 16 KB (x and dout make a tile twice the forward's): 48 KB a block, four blocks a
+// Hopper multiprocessor, two tiles on their way while a block computes the third.
 constexpr int kBwdStagedStages = 3;
 constexpr int kBwdStageVectors = (1 + kStagedVectors + 1) + (kStagedVectors + 1);
 constexpr size_t kBwdStagedSmemBytes = size_t(kBwdStagedStages) * kBwdStageVectors * 16;
