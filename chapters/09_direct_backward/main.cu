@@ -17,9 +17,10 @@
 //
 // cf_staged, cf_fused and cl_tiled also run with atomic sums (cf_staged_atomic, ...) with
 // --reduction atomic or both. cf_staged needs L a multiple of the 16-byte vector (rows on 16-byte
-// boundaries); the chapter skips it, and says so, for other lengths. As in chapter 08 the tensors stay on the device: a timed run is the
-// kernels alone. The problem is drawn channel-first; channel-last runs read its transposes, and
-// their dx is transposed back to be checked against the one fp64 reference.
+// boundaries); the chapter skips it, and says so, for other lengths. As in chapter 08 the tensors
+// stay on the device: a timed run is the kernels alone. The problem is drawn channel-first;
+// channel-last runs read its transposes, and their dx is transposed back to be checked against the
+// one fp64 reference.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -126,9 +127,9 @@ class DirectBackwardChapter : public Chapter {
              dtype_name(o.dtype) + " (rows on 16-byte boundaries; fused takes any length)";
     for (Layout l : {Layout::channel_first, Layout::channel_last}) {
       if (!wants(l)) continue;
-      const std::vector<std::string> ideas = l == Layout::channel_first
-                                                 ? std::vector<std::string>{"staged", "fused", "naive"}
-                                                 : std::vector<std::string>{"tiled", "naive"};
+      using Ideas = std::vector<std::string>;
+      const Ideas ideas = l == Layout::channel_first ? Ideas{"staged", "fused", "naive"}
+                                                     : Ideas{"tiled", "naive"};
       for (const std::string& idea : ideas) {
         if (flags_.variant != "all" && flags_.variant != idea) continue;
         if (idea == "staged" && !staged_takes_rows) {
