@@ -213,8 +213,9 @@ TEST(Ch09Direct, DeterministicSumsAndLaunchIndependentDx) {
   }
 }
 
-// Pointers one element off a 16-byte boundary: the channel-first kernel falls back to element
-// loads, the channel-last one to narrower accesses; both still compute the right thing.
+// Pointers one element off a 16-byte boundary: cf_fused falls back to element loads, the
+// channel-last kernel to narrower accesses, and both still compute the right thing; the staged
+// kernel, whose copies need rows on 16-byte boundaries, refuses them with a clear message.
 TEST(Ch09Direct, MisalignedPointers) {
   CONV1D_REQUIRE_GPU_OR_SKIP();
   const Problem q = make_problem(shape_options(2, 48, 520, 3, Dtype::bf16, true, true, 5));
