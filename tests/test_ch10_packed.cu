@@ -505,11 +505,13 @@ void run_backward(Backward<T> b, int width, BwdChoices c, Grads* g) {
 
 // The rows form's backward of `p` in layout l with launch choices c; the time steps [start,
 // start + len) only when len > 0, starting from `init` and receiving `dfinal` instead of p's.
-// `span_map`: give it room for a span map (channel-first rows of a length the vector divides use
-// it).
+// `span_map`: give it room for a span map (channel-first rows with seq_idx of a length the vector
+// divides use it). `staged`: let chapter 09's staged kernel take the rows where it can (the plain
+// form's and rows without seq_idx), at most `blocks` blocks of it when set.
 Grads run_rows_backward(const Options& o, const Packed& p, Layout l, const BwdChoices& c,
                         const HostArray* init = nullptr, const std::vector<float>* dfinal = nullptr,
-                        int64_t start = 0, int64_t len = 0, bool span_map = true) {
+                        int64_t start = 0, int64_t len = 0, bool span_map = true,
+                        bool staged = true, int64_t blocks = 0) {
   const bool cl = l == Layout::channel_last;
   const int64_t L = len > 0 ? len : o.seqlen, S = o.width - 1;
   auto piece = [&](const HostArray& cf) {
@@ -533,13 +535,14 @@ Grads run_rows_backward(const Options& o, const Packed& p, Layout l, const BwdCh
                              o.bias ? db.get<const T>() : nullptr, dx_out.get<T>(), nullptr,
                              dweight.get<float>(), dbias.get<float>(), o.batch, o.dim, L, o.silu,
                              false};
-    run_backward(with_span_map(rows_backward(a, l,
-                                             p.seq_idx.empty() ? nullptr : dseq.get<const int32_t>(),
-                                             states.empty() ? nullptr : dinit.get<const T>(),
-                                             dfin.empty() ? nullptr : dfin_d.get<const float>(),
-                                             dinit_out.get<float>()),
-                               spans.get()),
-                 o.width, c, &r);
+    Backward<T> b = with_span_map(
+        rows_backward(a, l, p.seq_idx.empty() ? nullptr : dseq.get<const int32_t>(),
+                      states.empty() ? nullptr : dinit.get<const T>(),
+                      dfin.empty() ? nullptr : dfin_d.get<const float>(), dinit_out.get<float>()),
+        spans.get());
+    b.staged = staged;
+    b.cf_blocks = blocks;
+    run_backward(b, o.width, c, &r);
   });
   r.dx = HostArray(o.dtype, x.size());
   download(r.dx, dx_out);
@@ -640,9 +643,10 @@ TEST(Ch10RowsBackward, FourRowsAWarpWithRowsLeftOver) {
 // too: the same sums in the same order). States and their gradients or not, every dtype, widths
 // 2-4, up to 4 vectors a lane.
 // (After 30 random packings, three in 16-bit storage, where the cut form is compiled, that take
-// each of the map's step forms for certain, whatever the vectors a lane: rows of one sequence,
-// whose first and last vectors take the cut form with the states; 8 documents a row, each boundary
-// a cut; and odd rows all padding, whole warps of it.)
+// each of the map's step forms for certain, whatever the vectors a lane: rows of one sequence
+// (now chapter 09's staged kernel's, map or not: RowsWithoutSeqIdxOnTheStagedKernel holds it to
+// cf_fused's bits); 8 documents a row, each boundary a cut; and odd rows all padding, whole warps
+// of it.)
 TEST(Ch10RowsBackward, SpanMapGivesTheSameBits) {
   CONV1D_REQUIRE_GPU_OR_SKIP();
   Rng rng(2027);
@@ -671,6 +675,44 @@ TEST(Ch10RowsBackward, SpanMapGivesTheSameBits) {
     expect_gradients(o, p.grad_rows, mapped, {o.batch, o.dim, o.seqlen}, "dinitial_states");
     if (!p.seq_idx.empty()) expect_exact_zero_padding(o, p, mapped.dx);
   }
+}
+
+// Rows of one sequence each (no seq_idx) whose length the vector divides take chapter 09's staged
+// kernel, the state before t = 0 and the final states' gradient by row: the same bits in dx and
+// dinitial_states as cf_fused (the same arithmetic a position), and every gradient the same bits
+// whatever the staged kernel's blocks (1 or 3: many tiles a block); dweight and dbias are summed
+// in other units than cf_fused's, so within their tolerances of the reference. Pieces of a row
+// (4104: a short last piece) and whole rows a tile (512, and B*D not a multiple of the rows a
+// tile), initial states or zeros, every dtype, widths 2-4, bias and SiLU or not.
+TEST(Ch10RowsBackward, RowsWithoutSeqIdxOnTheStagedKernel) {
+  CONV1D_REQUIRE_GPU_OR_SKIP();
+  int trial = 0;
+  for (Dtype t : {Dtype::bf16, Dtype::fp16, Dtype::fp32})
+    for (int w : {2, 3, 4})
+      for (int64_t len : {4104, 512}) {
+        ++trial;
+        const Options o = shape_options(1 + trial % 2, 5 + trial % 4, len, w, t, trial % 2 == 0,
+                                        trial % 3 == 0, uint64_t(900 + trial));
+        const bool init = trial % 4 != 3;
+        Packed p;
+        ASSERT_EQ(make_packed(o, spec_of(false, "none", init, true), &p), "");
+        const BwdChoices c{2, 16};
+        const int64_t blocks = trial % 2 == 0 ? 1 : 3;
+        SCOPED_TRACE(describe(o, "none", init) + " blocks " + std::to_string(blocks));
+        const Grads staged = run_rows_backward(o, p, Layout::channel_first, c);
+        const Grads few = run_rows_backward(o, p, Layout::channel_first, c, nullptr, nullptr, 0, 0,
+                                            true, true, blocks);
+        const Grads fused = run_rows_backward(o, p, Layout::channel_first, c, nullptr, nullptr, 0,
+                                              0, true, /*staged=*/false);
+        EXPECT_TRUE(same_bits(staged.dx, fused.dx)) << "dx differs from cf_fused's";
+        EXPECT_TRUE(same_bits(staged.dstates, fused.dstates))
+            << "dinitial_states differ from cf_fused's";
+        EXPECT_TRUE(same_bits(staged.dx, few.dx) && same_bits(staged.dstates, few.dstates) &&
+                    same_bits(staged.dweight, few.dweight) && same_bits(staged.dbias, few.dbias))
+            << "the staged kernel's results depend on its blocks";
+        expect_gradients(o, p.grad_rows, staged, {o.batch, o.dim, o.seqlen}, "dinitial_states");
+        expect_gradients(o, p.grad_rows, fused, {o.batch, o.dim, o.seqlen}, "dinitial_states");
+      }
 }
 
 // Chunked training: the chunks run last to first, each receiving the next one's initial states'

@@ -16,7 +16,8 @@
 // dz ahead is computed twice (by this vector's thread and the next one's): W-1 extra dz per kPer,
 // arithmetic the kernel has to spare. Each piece of a row is a unit of the deterministic sums: a
 // fixed butterfly in each warp, then the warps in order. Rows must start on 16-byte boundaries (L
-// a multiple of the vector), as in the forward.
+// a multiple of the vector), as in the forward. (Chapter 10 passes a policy for rows that start
+// from their states: NoRowStates below.)
 #pragma once
 
 #include <algorithm>
@@ -50,10 +51,19 @@ struct BwdStagedTiles {
   FastDivmod by_per_row, by_row_vectors, by_dim;
 };
 
+// (Chapter 10) The rows' states: none here. Chapter 10 passes a policy with kRowStates for rows
+// that start from initial states and receive their final states' gradient (one sequence a row):
+// for row r, state<W>(r) (its initial states, or nullptr: zeros), dfinal<W>(r) (the gradient, or
+// nullptr) and dinit<W>(r, f, dz), which writes the initial states' gradient from dz at the row's
+// first W-1 positions.
+struct NoRowStates {
+  static constexpr bool kRowStates = false;
+};
+
 // [docs:ch09_cf_staged]
-template <class T, int W, bool kWholeRows>
+template <class T, int W, bool kWholeRows, class States>
 __global__ void __launch_bounds__(kStagedThreads)
-    conv_bwd_cf_staged(BwdArgs<T> a, BwdStagedTiles g, int64_t blocks) {
+    conv_bwd_cf_staged(BwdArgs<T> a, BwdStagedTiles g, int64_t blocks, States states) {
   constexpr int kPer = kPer16<T>, kWarps = kStagedThreads / kWarpLanes;
   constexpr int kGroups = kStagedVectors / kWarpLanes;  // a tile's groups of 32 vectors: a warp's
   extern __shared__ Bytes16 staged[];  // kBwdStagedStages stages of kBwdStageVectors vectors
@@ -129,6 +139,24 @@ __global__ void __launch_bounds__(kStagedThreads)
 #pragma unroll
     for (int j = 0; j < (whole_rows ? kStagedMine : 1); ++j)
       f[j] = load_filter<W>(a.weight, a.bias, channel(row[j] < rows ? row[j] : tl.row));
+    // (Chapter 10) a row's first vector's state (the x before t = 0) and its last vector's final
+    // states' gradient; zeros for every other vector.
+    constexpr int kEdges = States::kRowStates ? kStagedMine : 1;
+    float state[kEdges][W - 1] = {}, dfinal[kEdges][W - 1] = {};
+    if constexpr (States::kRowStates) {
+#pragma unroll
+      for (int j = 0; j < kStagedMine; ++j) {
+        if (threadIdx.x + j * kStagedThreads >= tl.vectors) continue;
+        if (t0[j] == 0)
+          if (const T* st = states.template state<W>(row[j]))
+#pragma unroll
+            for (int q = 0; q < W - 1; ++q) state[j][q] = to_float(st[q]);
+        if (t0[j] + kPer == a.seqlen)
+          if (const float* df = states.template dfinal<W>(row[j]))
+#pragma unroll
+            for (int q = 0; q < W - 1; ++q) dfinal[j][q] = df[q];
+      }
+    }
 
     // The tile has landed when every thread's copies of it have; the stage the block finished with
     // last takes the tile kBwdStagedStages - 1 ahead.
@@ -168,15 +196,23 @@ __global__ void __launch_bounds__(kStagedThreads)
         xw[(W - 1) + e] = to_float(x_own.v[e]);
         gw[e] = to_float(g_own.v[e]);
       }
+      if constexpr (States::kRowStates)
+        if (t0[j] == 0)
+#pragma unroll
+          for (int q = 0; q < W - 1; ++q) xw[q] = state[j][q];
       // dz at the vector's positions and the W-1 after them (0 past L: dout is 0 there).
       float dz[kPer + (W - 1)];
 #pragma unroll
       for (int e = 0; e < kPer + (W - 1); ++e) dz[e] = dz_at<W>(fv, &xw[e], gw[e], a.silu);
-      // dx, and the vector's terms of the sums (x before t = 0 is 0 in xw).
+      // dx, and the vector's terms of the sums (x before t = 0 is 0 in xw, or the row's state).
+      // (Chapter 10: a position whose input is one of the final states receives that state's
+      // gradient first, so the sum runs in the order one pass over a longer row would take.)
       float y[kPer];
 #pragma unroll
       for (int e = 0; e < kPer; ++e) {
         float acc = 0.0f;
+        if constexpr (States::kRowStates)
+          if (e >= kPer - (W - 1)) acc = dfinal[j][e - (kPer - (W - 1))];
 #pragma unroll
         for (int k = 0; k < W; ++k) acc += fv.w[k] * dz[e + (W - 1) - k];
         y[e] = acc;
@@ -184,6 +220,8 @@ __global__ void __launch_bounds__(kStagedThreads)
         for (int k = 0; k < W; ++k) sums[whole_rows ? j : 0].v[k] += dz[e] * xw[e + k];
         sums[whole_rows ? j : 0].v[W] += dz[e];
       }
+      if constexpr (States::kRowStates)
+        if (t0[j] == 0) states.template dinit<W>(row[j], fv, dz);
       store16_unordered(a.dx + row[j] * a.seqlen + t0[j], ch08::from_floats<T, kPer>(y));
     }
 
@@ -256,10 +294,11 @@ BwdStagedTiles bwd_staged_tiles(const BwdArgs<T>& a) {
 }
 
 // As many blocks as the GPU holds at once (a persistent grid), at most `max_blocks` when that is
-// set (the tests give a block many tiles).
-template <class T>
+// set (the tests give a block many tiles). (Chapter 10 passes its rows' `states`.)
+template <class T, class States = NoRowStates>
 void launch_cf_bwd_staged(const BwdArgs<T>& a, int width, cudaStream_t s = 0,
-                          KernelFacts* facts = nullptr, int64_t max_blocks = 0) {
+                          KernelFacts* facts = nullptr, int64_t max_blocks = 0,
+                          const States& states = {}) {
   if (!bwd_staged_takes(a))
     throw std::invalid_argument(
         "conv_bwd_cf_staged: needs L a multiple of " + std::to_string(kPer16<T>) +
@@ -268,14 +307,14 @@ void launch_cf_bwd_staged(const BwdArgs<T>& a, int width, cudaStream_t s = 0,
   const BwdStagedTiles g = bwd_staged_tiles(a);
   dispatch_width(width, [&](auto w) {
     constexpr int W = decltype(w)::value;
-    auto kernel = g.rows_per_tile > 1 ? conv_bwd_cf_staged<T, W, true>
-                                      : conv_bwd_cf_staged<T, W, false>;
+    auto kernel = g.rows_per_tile > 1 ? conv_bwd_cf_staged<T, W, true, States>
+                                      : conv_bwd_cf_staged<T, W, false, States>;
     int64_t blocks = resident_blocks(reinterpret_cast<const void*>(kernel), kStagedThreads,
                                      kBwdStagedSmemBytes);
     if (max_blocks > 0) blocks = std::min(blocks, max_blocks);
     blocks = std::max<int64_t>(1, std::min(blocks, g.tiles));
     launch_early_or_describe("conv_bwd_cf_staged", kernel, blocks, kStagedThreads,
-                             kBwdStagedSmemBytes, s, facts, false, a, g, blocks);
+                             kBwdStagedSmemBytes, s, facts, false, a, g, blocks, states);
   });
 }
 

@@ -1,6 +1,8 @@
-// Chapter 10: a packed backward is chapter 09's kernel (cf_fused or cl_tiled) with a sequence policy
-// (sequences.cuh; in channel-first rows of a length the vector divides, a span map made before it:
-// span_map.cuh), then chapter 09's reduce_partials for dweight and dbias, summed in a fixed
+// Chapter 10: a packed backward is chapter 09's kernel with a sequence policy (sequences.cuh): in
+// channel-first rows of a length the vector divides, its staged kernel for the plain form and for
+// rows of one sequence each (RowStatesBwd below), and cf_fused with a span map made before it for
+// rows with seq_idx (span_map.cuh); cf_fused for other channel-first rows, cl_tiled for
+// channel-last ones. Then chapter 09's reduce_partials for dweight and dbias, summed in a fixed
 // order. What each form hands to the kernel, and the launches; the chapter and its tests both go
 // through here.
 #pragma once
@@ -9,6 +11,7 @@
 #include <stdexcept>
 
 #include "chapters/09_direct_backward/cf_fused.cuh"
+#include "chapters/09_direct_backward/cf_staged.cuh"
 #include "chapters/09_direct_backward/cl_tiled.cuh"
 #include "chapters/10_packed_sequences/forward.cuh"
 #include "chapters/10_packed_sequences/sequences.cuh"
@@ -23,6 +26,8 @@ struct Backward {
   PackedRows<T> rows{};
   Varlen<T> varlen{};
   void* span_workspace = nullptr;  // channel-first rows: room for a span map (with_span_map)
+  bool staged = true;     // false: cf_fused even where chapter 09's staged kernel takes the rows
+  int64_t cf_blocks = 0;  // chapter 09's staged kernel: at most this many blocks (0: all)
 };
 
 // Chapter 09's backward, nothing else.
@@ -84,8 +89,8 @@ Backward<T> with_span_map(Backward<T> b, void* workspace) {
 }
 template <class T>
 bool uses_span_map(const Backward<T>& b) {
-  return b.form == Form::rows && b.layout == Layout::channel_first && b.span_workspace &&
-         b.args.seqlen > 0 && b.args.seqlen % kPer16<T> == 0;
+  return b.form == Form::rows && b.rows.seq_idx && b.layout == Layout::channel_first &&
+         b.span_workspace && b.args.seqlen > 0 && b.args.seqlen % kPer16<T> == 0;
 }
 template <class T>
 SpanMap span_map_of(const Backward<T>& b) {
@@ -101,6 +106,52 @@ RowSpansBwd<T> row_spans(const Backward<T>& b) {
   r.flags = m.flags;
   r.vectors_per_row = m.vectors_per_row;
   return r;
+}
+
+// The rows form without seq_idx (one sequence a row, from its initial states, receiving its final
+// states' gradient) as chapter 09's staged kernel takes it: the states by row (cf_staged.cuh's
+// NoRowStates says what it asks), and the initial states' gradient as PackedRows::row_dinit writes
+// it for a row of one sequence at least W-1 long (every output whose window reaches t = 0 reaches
+// the states too), so the same bits.
+template <class T>
+struct RowStatesBwd {
+  static constexpr bool kRowStates = true;
+  const T* initial_states = nullptr;     // [B*D, W-1], or nullptr (zeros)
+  const float* dfinal_states = nullptr;  // [B*D, W-1], or nullptr
+  float* dinitial_states = nullptr;      // [B*D, W-1] out, or nullptr
+  template <int W>
+  __device__ __forceinline__ const T* state(int64_t row) const {
+    return initial_states ? initial_states + row * (W - 1) : nullptr;
+  }
+  template <int W>
+  __device__ __forceinline__ const float* dfinal(int64_t row) const {
+    return dfinal_states ? dfinal_states + row * (W - 1) : nullptr;
+  }
+  template <int W>
+  __device__ __forceinline__ void dinit(int64_t row, const Filter<W>& f, const float* dz) const {
+    if (!dinitial_states) return;
+#pragma unroll
+    for (int j = 0; j < W - 1; ++j)
+      dinitial_states[row * (W - 1) + j] =
+          state_gradient<W>(f, dz, j, 0.0f, [](int) { return true; });
+  }
+};
+template <class T>
+RowStatesBwd<T> row_states(const Backward<T>& b) {
+  return {b.rows.initial_states, b.rows.dfinal_states, b.rows.dinitial_states};
+}
+
+// The channel-first convolution a backward runs: chapter 09's staged kernel where it takes the rows
+// (a length the vector divides, on 16-byte boundaries) in the plain form and in rows without
+// seq_idx; else cf_fused.
+template <class T>
+bool uses_staged(const Backward<T>& b) {
+  return b.staged && b.layout == Layout::channel_first && ch09::bwd_staged_takes(b.args) &&
+         (b.form == Form::plain || (b.form == Form::rows && !b.rows.seq_idx));
+}
+template <class T>
+const char* cf_kernel_name(const Backward<T>& b) {
+  return uses_staged(b) ? "conv_bwd_cf_staged" : "conv_bwd_cf";
 }
 
 // Chapter 09's launch choices for this shape: vectors per lane (channel-first) or time steps per
@@ -124,6 +175,9 @@ BwdChoices backward_choices(const ch09::BwdArgs<T>& a, int sm_count) {
 template <class T>
 ch09::PartialLayout backward_partials(const Backward<T>& b, int width, const BwdChoices& c) {
   const ch09::BwdArgs<T>& a = b.args;
+  if (uses_staged(b))
+    return ch09::cf_bwd_partials(a.batch, a.dim, ch09::cf_bwd_staged_chunks(a.seqlen, kPer16<T>),
+                                 width);
   if (b.layout == Layout::channel_first) {
     const int lanes = b.form == Form::plain ? kWarpLanes : ch09::packed_cf_row_lanes<T>(a.silu);
     return ch09::cf_bwd_partials(
@@ -162,7 +216,7 @@ void launch_backward(const Backward<T>& b, int width, const BwdChoices& c, Recor
                      cudaStream_t s = 0, KernelFacts* facts = nullptr) {
   if (facts) return run_backward(b, width, c, s, facts);
   if (uses_span_map(b)) record("make_span_map", [&] { run_span_map(b, width, s); });
-  record(b.layout == Layout::channel_last ? "conv_bwd_cl" : "conv_bwd_cf",
+  record(b.layout == Layout::channel_last ? "conv_bwd_cl" : cf_kernel_name(b),
          [&] { run_backward(b, width, c, s, nullptr); });
   if (b.args.atomic) return;
   record("reduce_partials", [&] {

@@ -11,6 +11,13 @@ template <class T>
 void run_backward(const Backward<T>& b, int width, const BwdChoices& c, cudaStream_t s,
                   KernelFacts* facts) {
   const bool cl = b.layout == Layout::channel_last;
+  if (uses_staged(b)) {
+    if (b.form == Form::plain)
+      ch09::launch_cf_bwd_staged(b.args, width, s, facts, b.cf_blocks);
+    else
+      ch09::launch_cf_bwd_staged(b.args, width, s, facts, b.cf_blocks, row_states(b));
+    return;
+  }
   switch (b.form) {
     case Form::plain:
       if (cl)

@@ -17,7 +17,9 @@
 // takes the rows' first vectors and final states too; elsewhere chapter 08's chunked kernel and a
 // second, small launch for each row's first outputs and final states (cf_row_edges.cuh). A packed backward is the kernel and chapter 09's fixed-order sum
 // of the weight gradients, with the states' gradients (dinitial_states, and dfinal_states coming
-// back in) handled by the same launch; in channel-first rows a span map made before it gives it
+// back in) handled by the same launch. In channel-first rows of a length the vector divides, rows
+// without seq_idx (one sequence a row, states or not) take chapter 09's staged kernel, as the plain
+// backward does; rows with seq_idx take cf_fused with a span map made before it, which gives it
 // every vector's flags, the edges' too.
 // Chapter 08's and 09's kernels on the same x without packing (*_plain) measure what it costs. As in
 // chapters 08 and 09 the tensors stay on the device and a timed run is the kernels alone.
@@ -110,8 +112,9 @@ class PackedChapter : public Chapter {
         choice_flag("--span-map", &flags_.span_map, {"on", "off"},
                     "channel-first rows whose length is a multiple of the vector: decide each "
                     "vector's span and flags once per batch row, before the convolution (on: "
-                    "default; forward and backward), or in the convolution, by every channel "
-                    "(off)")};
+                    "default; the forward, and the backward of rows with seq_idx), or in the "
+                    "convolution, by every channel (off). (The backward of rows without seq_idx "
+                    "takes chapter 09's staged kernel, which needs no map, either way.)")};
   }
 
   std::string check(const Options& o) override {
@@ -680,25 +683,33 @@ MeasuredVariant PackedChapter::variant(const Step& st) {
   };
   const bool staged_main = st.kind == Step::chunks ? mapped(pk_.chunk_lens[0]) : mapped(o.seqlen);
   const char* cf_kernel = staged_main ? "conv_fwd_cf_staged" : "conv_fwd_cf_chunked";
-  const std::string kernel = st.backward
-                                 ? (st.layout == Layout::channel_last ? "conv_bwd_cl" : "conv_bwd_cf")
-                                 : (st.layout == Layout::channel_last ? "conv_fwd_cl_tiled"
-                                                                      : cf_kernel);
-  if (st.backward) {  // the partial sums: the largest any backward step of this run needs
+  // The backward's kernels, as its plans choose them (backward.cuh; chunks: each piece by its own
+  // length): chapter 09's staged kernel, cf_fused or cl_tiled, and a span map's for rows with
+  // seq_idx; and the partial sums, the most any piece needs.
+  std::vector<std::string> bwd_kernels;
+  bool bwd_map = false;
+  if (st.backward) {
     int64_t need = 0;
     dispatch_storage(o.dtype, [&](auto tag) {
       using T = device_t<typename decltype(tag)::type>;
-      const Backward<T> b = plan_backward<T>(st, st.kind == Step::chunks ? 0 : -1);
       const int64_t pieces = st.kind == Step::chunks ? int64_t(pk_.chunk_lens.size()) : 1;
       for (int64_t k = 0; k < pieces; ++k) {
-        const Backward<T> bk = st.kind == Step::chunks ? plan_backward<T>(st, k) : b;
+        const Backward<T> bk = plan_backward<T>(st, st.kind == Step::chunks ? k : -1);
         const BwdChoices c = backward_choices(bk.args, sm_count_);
         need = std::max(need, partial_floats(backward_partials(bk, o.width, c), o.dim, o.width));
+        const std::string name =
+            bk.layout == Layout::channel_last ? "conv_bwd_cl" : cf_kernel_name(bk);
+        if (std::find(bwd_kernels.begin(), bwd_kernels.end(), name) == bwd_kernels.end())
+          bwd_kernels.push_back(name);
+        bwd_map = bwd_map || uses_span_map(bk);
       }
     });
     if (static_cast<int64_t>(partials_.bytes()) < need * int64_t(sizeof(float)))
       partials_ = DeviceBuffer(size_t(need) * sizeof(float));
   }
+  const std::string kernel = st.backward ? bwd_kernels.front()
+                             : st.layout == Layout::channel_last ? "conv_fwd_cl_tiled"
+                                                                 : cf_kernel;
 
   auto results = std::make_unique<Results>();
   Results* r = results.get();
@@ -745,9 +756,11 @@ MeasuredVariant PackedChapter::variant(const Step& st) {
     m.whole_run_name = "whole forward";
     m.whole_run_bytes = tensor_bytes + params + ids + states;
   }
-  if (st.backward && !map_none)  // the span map's kernel reads the ids (if any), the rest as before
-    m.kernels = {{kernel, flops, tensor_bytes + params + states + (map_ids ? 0 : ids)},
-                 {"make_span_map", 0, map_ids ? ids : 0}};
+  if (st.backward) {  // every kernel the plans launch; a span map's reads the ids
+    m.kernels = {{kernel, flops, tensor_bytes + params + (plain ? 0 : states + (bwd_map ? 0 : ids))}};
+    for (size_t i = 1; i < bwd_kernels.size(); ++i) m.kernels.push_back({bwd_kernels[i], 0, 0});
+    if (bwd_map) m.kernels.push_back({"make_span_map", 0, ids});
+  }
   if (st.backward) {
     const double sums = double(o.dim) * (o.width + 1) * 4;
     m.kernels.push_back({"reduce_partials", 0, sums});  // (its partials not counted: see docs)

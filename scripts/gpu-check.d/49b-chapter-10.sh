@@ -36,7 +36,7 @@ if [[ -x $exe10 ]]; then
   run10 varlen_fp32 "${big10[@]}" --dtype fp32 --form varlen --seq-lens random:64
   run10 chunks_bf16 "${big10[@]}" --dtype bf16 --form rows --seq-lens none --chunks 7
 
-  resources_table ch10_packed_sequences "$exe10" 'conv_fwd_c[fl]_|conv_bwd_c[fl]I|cf_row_edges' \
+  resources_table ch10_packed_sequences "$exe10" 'conv_fwd_c[fl]_|conv_bwd_c[fl]I|conv_bwd_cf_stagedI|cf_row_edges' \
     "$out/results/ch10_resources.txt" 'PackedRows|RowSpansBwd|Varlen'
 
   step "ch10 under Nsight Compute"
@@ -55,12 +55,14 @@ if [[ -x $exe10 ]]; then
   # Sanitizers, both directions: sequences of length 0 and 1 and L shorter than a vector (vectors
   # across rows) with states; a varlen batch with empty sequences and sequences shorter than the
   # states; chunks shorter than the states; the span map's rows (L a multiple of the vector) with
-  # short sequences and padding vectors.
+  # short sequences and padding vectors; rows without seq_idx, whole rows a tile of chapter 09's
+  # staged kernel.
   sanitize_shapes ch10_packed_sequences "$exe10" \
     "--batch 3 --dim 37 --seqlen 5 --width 3 --bias --silu --dtype fp32 --initial-states --seq-lens random:4" \
     "--batch 1 --dim 40 --seqlen 90 --width 4 --dtype bf16 --initial-states --form varlen --seq-lens 1,0,2,3,0,84" \
     "--batch 2 --dim 16 --seqlen 40 --width 4 --dtype fp16 --initial-states --seq-lens none --chunks 7" \
-    "--batch 2 --dim 24 --seqlen 64 --width 2 --dtype bf16 --initial-states --form rows --layout channel-first --seq-lens 1,0,2,9,5"
+    "--batch 2 --dim 24 --seqlen 64 --width 2 --dtype bf16 --initial-states --form rows --layout channel-first --seq-lens 1,0,2,9,5" \
+    "--batch 3 --dim 11 --seqlen 512 --width 4 --dtype bf16 --bias --initial-states --form rows --layout channel-first --seq-lens none"
 else
   row ch10_packed_sequences bench FAIL "$exe10 not built"
 fi
