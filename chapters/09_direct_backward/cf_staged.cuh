@@ -146,7 +146,7 @@ __global__ void __launch_bounds__(kStagedThreads)
     if constexpr (States::kRowStates) {
 #pragma unroll
       for (int j = 0; j < kStagedMine; ++j) {
-        if (threadIdx.x + j * kStagedThreads >= tl.vectors) continue;
+        if (int(threadIdx.x) + j * kStagedThreads >= tl.vectors) continue;
         if (t0[j] == 0)
           if (const T* st = states.template state<W>(row[j]))
 #pragma unroll
