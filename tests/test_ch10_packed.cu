@@ -480,6 +480,7 @@ namespace {
 struct Grads {
   HostArray dx;
   std::vector<float> dweight, dbias, dstates;
+  std::string cf_kernel;  // (channel-first rows) the convolution that ran: cf_kernel_name
 };
 
 template <class V>
@@ -542,6 +543,7 @@ Grads run_rows_backward(const Options& o, const Packed& p, Layout l, const BwdCh
         spans.get());
     b.staged = staged;
     b.cf_blocks = blocks;
+    r.cf_kernel = cf_kernel_name(b);
     run_backward(b, o.width, c, &r);
   });
   r.dx = HostArray(o.dtype, x.size());
@@ -704,6 +706,8 @@ TEST(Ch10RowsBackward, RowsWithoutSeqIdxOnTheStagedKernel) {
                                             true, true, blocks);
         const Grads fused = run_rows_backward(o, p, Layout::channel_first, c, nullptr, nullptr, 0,
                                               0, true, /*staged=*/false);
+        ASSERT_EQ(staged.cf_kernel, "conv_bwd_cf_staged");  // (else the comparison proves nothing)
+        ASSERT_EQ(fused.cf_kernel, "conv_bwd_cf");
         EXPECT_TRUE(same_bits(staged.dx, fused.dx)) << "dx differs from cf_fused's";
         EXPECT_TRUE(same_bits(staged.dstates, fused.dstates))
             << "dinitial_states differ from cf_fused's";

@@ -79,8 +79,8 @@ Backward<T> varlen_backward(const ch09::BwdArgs<T>& a, const int32_t* cu_seqlens
   return b;
 }
 
-// The rows form with a span map (span_map.cuh) where it applies: channel-first rows whose length
-// is a (non-zero) multiple of the vector. `workspace`: span_map_bytes(B, L) bytes of device memory,
+// The rows form with a span map (span_map.cuh) where it applies: channel-first rows with seq_idx
+// whose length is a (non-zero) multiple of the vector. `workspace`: span_map_bytes(B, L) bytes of device memory,
 // which the backward overwrites (one pass at a time per workspace).
 template <class T>
 Backward<T> with_span_map(Backward<T> b, void* workspace) {

@@ -11,8 +11,9 @@
 //   backward  (RowSpansBwd, chapter 09's cf_fused) every vector's flags, the edges' bits among
 //             them: the first vector's state taps, and which inputs receive the final states'
 //             gradient. The kernel takes the edges itself, inline: with the flags in memory they
-//             are a few loads, not the out-of-line calls of PackedRows. A map is made with or
-//             without seq_idx. Its bytes are the backward's own: how a lane takes its vector, the
+//             are a few loads, not the out-of-line calls of PackedRows. A map is made for rows
+//             with seq_idx (rows without it take chapter 09's staged kernel, which needs none;
+//             the scan below still answers for them, as one sequence a row). Its bytes are the backward's own: how a lane takes its vector, the
 //             W-1 positions around it included (chapter 09's LaneForm). Where that window holds one
 //             sequence boundary and no padding of its own (most mixed vectors: a row's 8 documents
 //             make 8 boundaries), the byte says where the boundary lies, and the kernel takes the
