@@ -470,11 +470,11 @@ Backward<T> PackedChapter::plan_backward(const Step& st, int64_t chunk) {
       a.dbias = c.db.get<float>();
       a.seqlen = pk_.chunk_lens[chunk];
       const bool last = chunk + 1 == int64_t(t.chunks.size());
-      return with_span_map(rows_backward(a, st.layout, nullptr, c.init.get<const T>(),
-                                         last ? dfinal_rows_.get<const float>()
-                                              : t.chunks[chunk + 1].dinit.get<const float>(),
-                                         c.dinit.get<float>()),
-                           spans_.get());
+      // (Chunks run without seq_idx: chapter 09's staged kernel or cf_fused, no span map.)
+      return rows_backward(a, st.layout, nullptr, c.init.get<const T>(),
+                           last ? dfinal_rows_.get<const float>()
+                                : t.chunks[chunk + 1].dinit.get<const float>(),
+                           c.dinit.get<float>());
     }
   }
 }
