@@ -12,6 +12,7 @@
 #include "chapters/08_direct_forward/cf_chunked.cuh"
 #include "chapters/08_direct_forward/cf_staged.cuh"
 #include "chapters/08_direct_forward/cf_vector.cuh"
+#include "chapters/08_direct_forward/cl_staged.cuh"
 #include "chapters/08_direct_forward/cl_tiled.cuh"
 #include "chapters/08_direct_forward/cl_vector.cuh"
 #include "chapters/08_direct_forward/naive.cuh"
@@ -30,7 +31,7 @@ namespace {
 struct Kernel {
   std::string name;
   Layout layout;
-  int vectors = 0, rows = 0;  // cf_chunked's and cl_tiled's choices
+  int vectors = 0, rows = 0;  // cf_chunked's and cl_tiled's (cl_staged's) choices
   int access_bytes = 16;      // the channel-last kernels' widest access
   int64_t blocks = 0;         // cf_staged: at most this many blocks (0: as many as fit)
 };
@@ -47,6 +48,7 @@ std::vector<Kernel> all_kernels() {
   for (int r : {8, 16, 32}) ks.push_back({"cl_tiled", Layout::channel_last, 0, r});
   ks.push_back({"cl_tiled", Layout::channel_last, 0, 16, 8});
   ks.push_back({"cl_tiled", Layout::channel_last, 0, 32, 4});
+  for (int r : {16, 32, 64}) ks.push_back({"cl_staged", Layout::channel_last, 0, r});
   return ks;
 }
 
@@ -116,6 +118,8 @@ HostArray run(const Kernel& k, const Problem& p, size_t offset = 0) {
       launch_cf_staged(a, o.width, 0, nullptr, EveryTap<T>{}, k.blocks);
     else if (k.name == "cl_vector")
       launch_cl_vector(a, o.width, k.access_bytes);
+    else if (k.name == "cl_staged")
+      launch_cl_staged(a, o.width, k.rows);
     else
       launch_cl_tiled(a, o.width, k.rows, k.access_bytes);
   });
@@ -126,10 +130,13 @@ HostArray run(const Kernel& k, const Problem& p, size_t offset = 0) {
   return got;
 }
 
-// Does kernel k take this shape? (The staged kernel needs L a multiple of the vector; it refuses
-// the rest with a clear message, which is checked instead.)
+// Does kernel k take this shape? (The staged kernels need L, channel-first, or D, channel-last, a
+// multiple of the vector; they refuse the rest with a clear message, which is checked instead.)
 bool takes(const Kernel& k, const Options& o) {
-  return k.name != "cf_staged" || o.seqlen % (16 / dtype_bytes(o.dtype)) == 0;
+  const int64_t per = 16 / dtype_bytes(o.dtype);
+  if (k.name == "cf_staged") return o.seqlen % per == 0;
+  if (k.name == "cl_staged") return o.dim % per == 0;
+  return true;
 }
 
 // The output in channel-first order, checked against the reference.
@@ -193,7 +200,8 @@ TEST(Ch08Direct, KernelsOfALayoutGiveTheSameBits) {
         if (!takes(k, p.o)) continue;
         if (k.name == "cf_chunked" || k.name == "cf_staged")
           EXPECT_TRUE(same_bits(run(k, p), cf)) << describe(k, p.o);
-        if (k.name == "cl_tiled") EXPECT_TRUE(same_bits(run(k, p), cl)) << describe(k, p.o);
+        if (k.name == "cl_tiled" || k.name == "cl_staged")
+          EXPECT_TRUE(same_bits(run(k, p), cl)) << describe(k, p.o);
       }
     }
 }
@@ -226,13 +234,43 @@ TEST(Ch08Direct, StagedTilesAndRows) {
   EXPECT_THROW(run({"cf_staged", Layout::channel_first}, odd), std::invalid_argument);
 }
 
+// The channel-last staged kernel's tiles and ring: rows that are not a multiple of a tile or of a
+// batch (a tile's last batches past the end, copied as zeros), rows shorter than W-1 and than a
+// batch, exactly one tile, a tile of more batches than the ring holds (its slots reused), one
+// column of 16 bytes and many; every width, rows per thread 16, 32 and 64. A D that is not whole
+// vectors is refused.
+TEST(Ch08Direct, ClStagedTilesAndRows) {
+  CONV1D_REQUIRE_GPU_OR_SKIP();
+  struct Shape {
+    int64_t b, d, l;
+    Dtype t;
+  };
+  const Shape shapes[] = {{2, 8, 200, Dtype::bf16},  {3, 16, 64, Dtype::fp16},
+                          {1, 24, 2, Dtype::bf16},   {4, 8, 7, Dtype::fp16},
+                          {2, 4, 131, Dtype::fp32},  {1, 520, 96, Dtype::bf16},
+                          {5, 12, 1000, Dtype::fp32}, {1, 8, 1, Dtype::bf16}};
+  for (const Shape& sh : shapes)
+    for (int width : {2, 3, 4}) {
+      const Problem p =
+          make_problem(shape_options(sh.b, sh.d, sh.l, width, sh.t, width != 3, width == 4, 21));
+      for (int rows : {16, 32, 64}) {
+        const Kernel k{"cl_staged", Layout::channel_last, 0, rows};
+        EXPECT_TRUE(matches_reference(k, p, run(k, p))) << describe(k, p.o);
+      }
+    }
+  const Problem odd = make_problem(shape_options(2, 12, 40, 4, Dtype::bf16, false, false, 22));
+  EXPECT_THROW(run({"cl_staged", Layout::channel_last, 0, 64}, odd), std::invalid_argument);
+}
+
 // Pointers one element off a 16-byte boundary: the channel-last kernels narrow their accesses and
-// still compute the right thing; the channel-first vector kernels refuse with a clear message.
+// still compute the right thing; the vector kernels of 16 bytes (channel-first, cl_staged) refuse
+// with a clear message.
 TEST(Ch08Direct, MisalignedPointers) {
   CONV1D_REQUIRE_GPU_OR_SKIP();
   const Problem p = make_problem(shape_options(2, 48, 50, 3, Dtype::bf16, true, false, 5));
   for (const Kernel& k : all_kernels()) {
-    if (k.name == "cf_vector" || k.name == "cf_chunked" || k.name == "cf_staged") {
+    if (k.name == "cf_vector" || k.name == "cf_chunked" || k.name == "cf_staged" ||
+        k.name == "cl_staged") {
       EXPECT_THROW(run(k, p, 1), std::invalid_argument) << describe(k, p.o);
     } else {
       EXPECT_TRUE(matches_reference(k, p, run(k, p, 1))) << "offset by one element";
@@ -287,4 +325,11 @@ TEST(Ch08Launch, RowsPerThreadFillTheGpu) {
   EXPECT_EQ(cl_tiled_rows(4, 1024, 8, 132), kTileBatch);
   EXPECT_EQ(cl_tiled_rows(4, 1024, 8, 132, 16), 16);       // asked for
   EXPECT_EQ(cl_tiled_rows(8, 4096, 512, 132, 0, 16), 16);  // at most 16 (the 16-bit types)
+  // The staged kernel: 64 rows while that leaves 2 blocks of 128 threads for each of 132
+  // multiprocessors (33792 items), then 32, then 16.
+  EXPECT_EQ(cl_staged_rows(8, 4096, 512, 132), 64);   // 8 * 64 * 512 = 262144
+  EXPECT_EQ(cl_staged_rows(32, 512, 256, 132), 64);   // 65536
+  EXPECT_EQ(cl_staged_rows(8, 2048, 128, 132), 32);   // at 64 rows 32768, at 32 65536
+  EXPECT_EQ(cl_staged_rows(4, 1024, 8, 132), 16);
+  EXPECT_EQ(cl_staged_rows(4, 1024, 8, 132, 64), 64);  // asked for
 }

@@ -22,9 +22,28 @@ constexpr int kClTiledThreads = 128;  // a block
 
 // Seqs (chapter 10): where sequences begin (direct_common.cuh); chapter 08's rows are one each.
 // [docs:ch08_cl_tiled]
+// Row t enters the window; its output, unless the flags `m` say it is not this kernel's (chapter
+// 10's edge outputs, which the sequence policy writes) or t is past the end. kFull: every tap counts.
+// kStore16 (cl_staged): the output written by one 16-byte store instruction (store16_unordered;
+// assigned, nvcc wrote these conditional stores as four 4-byte ones).
+template <bool kFull, bool kPacked, class T, int W, int N, bool kStore16 = false>
+__device__ __forceinline__ void cl_row(const DirectArgs<T>& a, T* out, int64_t t,
+                                       const Filter<W> (&f)[N], Vec<T, N> (&win)[W],
+                                       const Vec<T, N>& row, unsigned m) {
+#pragma unroll
+  for (int k = 0; k < W - 1; ++k) win[k] = win[k + 1];
+  win[W - 1] = row;
+  if (t < a.seqlen && !(m & kEdge)) {  // (padding: no tap, output 0)
+    const Vec<T, N> y = cl_outputs<T, W, N, kFull, kPacked>(f, win, m & kAllTaps<W>, a.silu);
+    if constexpr (kStore16)
+      store16_unordered(out + t * a.dim, y);
+    else
+      *reinterpret_cast<Vec<T, N>*>(out + t * a.dim) = y;
+  }
+}
+
 // The rows t0 .. t0 + kRows - 1 of one tile, the window holding the W-1 rows before them. kFull:
-// every output of the tile counts all its taps; otherwise `fl` says which taps count. Edge outputs
-// (chapter 10) are the sequence policy's, and left alone here.
+// every output of the tile counts all its taps; otherwise `fl` says which taps count.
 template <bool kFull, bool kPacked, class T, int W, int N, int kRows, class Flags>
 __device__ __forceinline__ void cl_tile(const DirectArgs<T>& a, const T* x, T* out, int64_t t0,
                                         const Filter<W> (&f)[N], Vec<T, N> (&win)[W],
@@ -39,27 +58,32 @@ __device__ __forceinline__ void cl_tile(const DirectArgs<T>& a, const T* x, T* o
                       ? *reinterpret_cast<const Vec<T, N>*>(x + (t0 + r0 + r) * a.dim)
                       : zero_vec<T, N>();
 #pragma unroll
-      for (int r = 0; r < kTileBatch; ++r) {
-        const int64_t t = t0 + r0 + r;
-#pragma unroll
-        for (int k = 0; k < W - 1; ++k) win[k] = win[k + 1];
-        win[W - 1] = rows[r];
-        unsigned m = kAllTaps<W>;
-        if constexpr (!kFull) m = fl.next();
-        if (t < a.seqlen && !(m & kEdge))  // (padding: no tap, output 0)
-          *reinterpret_cast<Vec<T, N>*>(out + t * a.dim) =
-              cl_outputs<T, W, N, kFull, kPacked>(f, win, m & kAllTaps<W>, a.silu);
-      }
+      for (int r = 0; r < kTileBatch; ++r)
+        cl_row<kFull, kPacked, T, W, N>(a, out, t0 + r0 + r, f, win, rows[r],
+                                        kFull ? kAllTaps<W> : fl.next());
     }
   }
 }
 
-template <class T, int W, int N, int kRows, class Seqs>
-__device__ __forceinline__ void cl_tiled(const DirectArgs<T>& a, const FastDivmod& by_cols,
-                                         const FastDivmod& by_tiles, const Seqs& seqs) {
-  static_assert(kRows % kTileBatch == 0, "rows come in batches");
+// The W-1 rows before a tile (zeros before t = 0) into win[1..W-1].
+template <class T, int W, int N>
+__device__ __forceinline__ void cl_halo(const DirectArgs<T>& a, const T* x, int64_t t0,
+                                        Vec<T, N> (&win)[W]) {
+#pragma unroll
+  for (int k = 0; k < W - 1; ++k) {
+    const int64_t t = t0 - (W - 1) + k;
+    win[k + 1] = t >= 0 ? *reinterpret_cast<const Vec<T, N>*>(x + t * a.dim) : zero_vec<T, N>();
+  }
+}
+
+// Where a thread's tile is (blocks of kClTiledThreads): batch row b, channels d0 .. d0 + N - 1, rows t0 .. t0 + kRows - 1.
+// (Chapter 10) the grid's first blocks do the sequences' edge work instead: false, nothing more.
+template <int W, int N, int kRows, class T, class Seqs>
+__device__ __forceinline__ bool cl_place(const DirectArgs<T>& a, const FastDivmod& by_cols,
+                                         const FastDivmod& by_tiles, const Seqs& seqs,
+                                         int64_t& b, int64_t& d0, int64_t& t0) {
   int64_t item = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;  // (b * tiles + tile) * D/N + col
-  if constexpr (Seqs::kPacked) {  // (chapter 10) the grid's first blocks: the sequences' edge work
+  if constexpr (Seqs::kPacked) {
     const int64_t edge_items = seqs.edge_units(a.batch) * by_cols.divisor();
     const int64_t edge_blocks = ceil_div(edge_items, kClTiledThreads);
     if (blockIdx.x < edge_blocks) {
@@ -67,15 +91,24 @@ __device__ __forceinline__ void cl_tiled(const DirectArgs<T>& a, const FastDivmo
         const int64_t unit = by_cols.div(item);
         seqs.template edge_work<W, N>(a, unit, (item - unit * by_cols.divisor()) * N);
       }
-      return;
+      return false;
     }
     item -= edge_blocks * kClTiledThreads;
   }
   const int64_t bt = by_cols.div(item);
-  const int64_t b = by_tiles.div(bt);
-  if (b >= a.batch) return;
-  const int64_t d0 = (item - bt * by_cols.divisor()) * N;
-  const int64_t t0 = (bt - b * by_tiles.divisor()) * kRows;
+  b = by_tiles.div(bt);
+  if (b >= a.batch) return false;
+  d0 = (item - bt * by_cols.divisor()) * N;
+  t0 = (bt - b * by_tiles.divisor()) * kRows;
+  return true;
+}
+
+template <class T, int W, int N, int kRows, class Seqs>
+__device__ __forceinline__ void cl_tiled(const DirectArgs<T>& a, const FastDivmod& by_cols,
+                                         const FastDivmod& by_tiles, const Seqs& seqs) {
+  static_assert(kRows % kTileBatch == 0, "rows come in batches");
+  int64_t b, d0, t0;
+  if (!cl_place<W, N, kRows>(a, by_cols, by_tiles, seqs, b, d0, t0)) return;
   const T* x = a.x + b * a.seqlen * a.dim + d0;  // row t of this batch at x + t * D
   T* out = a.out + b * a.seqlen * a.dim + d0;
 
@@ -97,11 +130,7 @@ __device__ __forceinline__ void cl_tiled(const DirectArgs<T>& a, const FastDivmo
   // and their use lets the compiler place loads after it, and then fewer rows are in flight.
   const Span span = seqs.template span<W, kRows, 0>(b, t0);
   Vec<T, N> win[W];  // win[k]: the row k - (W-1) steps back from the one being computed
-#pragma unroll
-  for (int k = 0; k < W - 1; ++k) {
-    const int64_t t = t0 - (W - 1) + k;
-    win[k + 1] = t >= 0 ? *reinterpret_cast<const Vec<T, N>*>(x + t * a.dim) : zero_vec<T, N>();
-  }
+  cl_halo<T, W, N>(a, x, t0, win);
   Filter<W> f[N];
   load_filters<W, N>(a, d0, f);
   if (span == Span::full) {  // all but a few tiles
@@ -156,21 +185,38 @@ inline int cl_tiled_rows(int64_t batch, int64_t seqlen, int64_t columns, int sm_
   return kTileBatch;
 }
 
+// The grid of a channel-last walk (cl_tiled, cl_staged): a thread per tile of `rows` time steps
+// and column of N channels; (chapter 10) before them, a thread per edge unit and column.
+struct ClGrid {
+  FastDivmod by_cols, by_tiles;
+  int64_t blocks;
+};
+template <int N, class T, class Seqs>
+ClGrid cl_grid(const DirectArgs<T>& a, int rows, const Seqs& seqs) {
+  if (rows <= 0) throw std::invalid_argument("channel-last kernels: rows per thread must be > 0");
+  // (Packed sequences of no tokens at all still have states to write, in the edge blocks; the
+  // tiles' divisor wants at least one tile, which has nothing to do.)
+  const int64_t columns = a.dim / N,
+                tiles = std::max<int64_t>(Seqs::kPacked ? 1 : 0, ceil_div(a.seqlen, rows));
+  int64_t blocks = ceil_div(a.batch * tiles * columns, kClTiledThreads);
+  if constexpr (Seqs::kPacked)
+    blocks += ceil_div(seqs.edge_units(a.batch) * columns, kClTiledThreads);
+  return {FastDivmod(columns), FastDivmod(tiles), blocks};
+}
+
+// Calls f(std::integral_constant<int, R>) for the R of kRows... that equals `rows`; false if none.
+template <int... kRows, class F>
+bool with_rows(int rows, F&& f) {
+  return ((rows == kRows ? (f(std::integral_constant<int, kRows>{}), true) : false) || ...);
+}
+
 // For the sequences `seqs` (chapter 10 passes packed ones).
 template <class T, class Seqs = OneSequencePerRow>
 void launch_cl_tiled(const DirectArgs<T>& a, int width, int rows, int max_access_bytes = 16,
                      cudaStream_t s = 0, KernelFacts* facts = nullptr, const Seqs& seqs = {}) {
   dispatch_access(a, max_access_bytes, [&](auto access) {
     constexpr int N = decltype(access)::value;
-    // (Packed sequences of no tokens at all still have states to write, in the edge blocks; the
-    // tiles' divisor wants at least one tile, which has nothing to do.)
-    const int64_t columns = a.dim / N,
-                  tiles = std::max<int64_t>(Seqs::kPacked ? 1 : 0, ceil_div(a.seqlen, rows));
-    const FastDivmod by_cols(columns), by_tiles(tiles);
-    // A thread per tile and column; (chapter 10) before them, a thread per edge unit and column.
-    int64_t blocks = ceil_div(a.batch * tiles * columns, kClTiledThreads);
-    if constexpr (Seqs::kPacked)
-      blocks += ceil_div(seqs.edge_units(a.batch) * columns, kClTiledThreads);
+    const ClGrid g = cl_grid<N>(a, rows, seqs);
     dispatch_width(width, [&](auto w) {
       constexpr int W = decltype(w)::value;
       void (*kernel)(DirectArgs<T>, FastDivmod, FastDivmod, Seqs) = nullptr;
@@ -179,18 +225,13 @@ void launch_cl_tiled(const DirectArgs<T>& a, int width, int rows, int max_access
         if constexpr (compiled<Seqs, T, Family::cl_fwd>(R, N))
           kernel = conv_fwd_cl_tiled<T, W, N, R, Seqs>;
       };
-      switch (rows) {
-        case 8: pick(std::integral_constant<int, 8>{}); break;
-        case 16: pick(std::integral_constant<int, 16>{}); break;
-        case 32: pick(std::integral_constant<int, 32>{}); break;
-        default:
-          throw std::invalid_argument("conv_fwd_cl_tiled: rows per thread must be 8, 16 or 32");
-      }
+      if (!with_rows<8, 16, 32>(rows, pick))
+        throw std::invalid_argument("conv_fwd_cl_tiled: rows per thread must be 8, 16 or 32");
       if (!kernel)
         throw std::invalid_argument("conv_fwd_cl_tiled: not compiled for " + std::to_string(rows) +
                                     " rows of " + std::to_string(N) + " channels with these sequences");
-      launch_or_describe("conv_fwd_cl_tiled", kernel, blocks, kClTiledThreads, s, facts, a, by_cols,
-                         by_tiles, seqs);
+      launch_or_describe("conv_fwd_cl_tiled", kernel, g.blocks, kClTiledThreads, s, facts, a,
+                         g.by_cols, g.by_tiles, seqs);
     });
   });
 }

@@ -9,7 +9,8 @@
 //                   cf_chunked  several 16-byte vectors per thread, loads in flight    (cf_chunked.cuh)
 //                   cf_vector   one 16-byte vector per thread, halo by warp shuffle     (cf_vector.cuh)
 //                   cf_naive    one thread per output                                   (naive.cuh)
-//   channel-last    cl_tiled    a thread walks down kRows time steps of its channels   (cl_tiled.cuh)
+//   channel-last    cl_staged   the tiled walk, its rows fetched ahead by cp.async      (cl_staged.cuh)
+//                   cl_tiled    a thread walks down kRows time steps of its channels   (cl_tiled.cuh)
 //                   cl_vector   one vector of channels per thread, W loads             (cl_vector.cuh)
 //                   cl_naive    one thread per output                                   (naive.cuh)
 //
@@ -24,6 +25,7 @@
 #include "chapters/08_direct_forward/cf_chunked.cuh"
 #include "chapters/08_direct_forward/cf_staged.cuh"
 #include "chapters/08_direct_forward/cf_vector.cuh"
+#include "chapters/08_direct_forward/cl_staged.cuh"
 #include "chapters/08_direct_forward/cl_tiled.cuh"
 #include "chapters/08_direct_forward/cl_vector.cuh"
 #include "chapters/08_direct_forward/naive.cuh"
@@ -45,7 +47,7 @@ struct Flags {
 
 // What the launches decided from the shape and the flags.
 struct Choices {
-  int vectors = 1, rows = 8, access_bytes = 16;
+  int vectors = 1, rows = 8, staged_rows = 16, access_bytes = 16;
 };
 
 // One step of the chapter in one layout: which kernel, launched how.
@@ -64,6 +66,7 @@ const std::vector<Step>& all_steps() {
       {Layout::channel_first, "chunked", "conv_fwd_cf_chunked"},
       {Layout::channel_first, "vector", "conv_fwd_cf_vector"},
       {Layout::channel_first, "naive", "conv_fwd_naive"},
+      {Layout::channel_last, "staged", "conv_fwd_cl_staged"},
       {Layout::channel_last, "tiled", "conv_fwd_cl_tiled"},
       {Layout::channel_last, "vector", "conv_fwd_cl_vector"},
       {Layout::channel_last, "naive", "conv_fwd_naive"},
@@ -79,8 +82,10 @@ void launch_step(const Step& st, const DirectArgs<T>& a, int width, const Choice
     launch_naive(a, st.layout, width, 0, facts);
   else if (st.idea == "vector" && st.layout == Layout::channel_first)
     launch_cf_vector(a, width, 0, facts);
-  else if (st.idea == "staged")
+  else if (st.idea == "staged" && st.layout == Layout::channel_first)
     launch_cf_staged(a, width, 0, facts);
+  else if (st.idea == "staged")
+    launch_cl_staged(a, width, c.staged_rows, 0, facts);
   else if (st.idea == "chunked")
     launch_cf_chunked(a, width, c.vectors, 0, facts);
   else if (st.idea == "vector")
@@ -117,13 +122,14 @@ class DirectForwardChapter : public Chapter {
             "layout of x and out: channel-first [B,D,L], channel-last [B,L,D] or both (default)"),
         choice_flag("--variant", &flags_.variant,
                     {"all", "staged", "chunked", "vector", "naive", "tiled"},
-                    "all (default) or one step: staged or chunked (channel-first), tiled "
-                    "(channel-last), vector, naive"),
+                    "all (default) or one step: staged (both layouts), chunked (channel-first), "
+                    "tiled (channel-last), vector, naive"),
         int_flag("--vectors", &flags_.vectors, 0, 8,
                  "cf_chunked: 16-byte vectors per thread, 1, 2, 4 or 8 (default 0: chosen from the "
                  "shape)"),
         int_flag("--rows", &flags_.rows, 0, 32,
-                 "cl_tiled: time steps per thread, 8, 16 or 32 (default 0: chosen from the shape)"),
+                 "cl_tiled: time steps per thread, 8, 16 or 32 (default 0: chosen from the shape; "
+                 "cl_staged chooses its own, 16, 32 or 64)"),
         int_flag("--access-bytes", &flags_.access_bytes, 4, 16,
                  "channel-last kernels: the widest access, 16, 8 or 4 bytes (default 16)")};
   }
@@ -138,24 +144,31 @@ class DirectForwardChapter : public Chapter {
     const int64_t r = flags_.rows;
     if (r != 0 && r != 8 && r != 16 && r != 32)
       return "--rows must be 0, 8, 16 or 32 (got " + std::to_string(r) + ")";
-    // The staged kernel's tiles follow rows, which must start on 16-byte boundaries.
+    // The channel-first staged kernel's tiles follow rows, which must start on 16-byte boundaries;
+    // the channel-last one copies 16 bytes of channels a row, so D must be whole vectors.
     const int per = 16 / int(dtype_bytes(o.dtype));
-    const bool staged_takes_rows = o.seqlen % per == 0;
-    if (flags_.variant == "staged" && !staged_takes_rows)
-      return "--variant staged needs --seqlen a multiple of " + std::to_string(per) + " in " +
-             dtype_name(o.dtype) + " (rows on 16-byte boundaries; chunked takes any length)";
+    const bool cf_staged_takes = o.seqlen % per == 0, cl_staged_takes = o.dim % per == 0;
+    if (flags_.variant == "staged" && !cf_staged_takes && !cl_staged_takes)
+      return "--variant staged needs --seqlen (channel-first) or --dim (channel-last) a multiple "
+             "of " + std::to_string(per) + " in " + dtype_name(o.dtype);
     for (const Step& st : all_steps()) {
       if (!wanted(st)) continue;
-      if (st.idea == "staged" && !staged_takes_rows) {
-        skipped_ = "cf_staged skipped: --seqlen " + std::to_string(o.seqlen) +
-                   " is not a multiple of " + std::to_string(per) + " (rows on 16-byte boundaries)";
+      const bool first = st.layout == Layout::channel_first;
+      if (st.idea == "staged" && !(first ? cf_staged_takes : cl_staged_takes)) {
+        skipped_ += std::string(skipped_.empty() ? "" : "\n") + (first ? "cf" : "cl") +
+                    "_staged skipped: " + (first ? "--seqlen " : "--dim ") +
+                    std::to_string(first ? o.seqlen : o.dim) + " is not a multiple of " +
+                    std::to_string(per) +
+                    (first ? " (rows on 16-byte boundaries)" : " (rows of 16-byte vectors)");
         continue;
       }
       steps_.push_back(st);
     }
+    if (steps_.empty() && !skipped_.empty()) return skipped_;  // (the shape ruled it out)
     if (steps_.empty())
       return "--variant " + flags_.variant + " has no kernel in --layout " + flags_.layout +
-             " (staged and chunked are channel-first, tiled channel-last)";
+             " (chunked is channel-first, tiled channel-last; staged takes both where the shape "
+             "allows)";
     return "";
   }
 
@@ -208,6 +221,8 @@ class DirectForwardChapter : public Chapter {
     choices_.rows =
         cl_tiled_rows(o.batch, o.seqlen, o.dim / cl_columns_access(), f.dev.sm_count,
                       static_cast<int>(flags_.rows), dtype_bytes(o.dtype) == 4 ? 32 : 16);
+    choices_.staged_rows =
+        cl_staged_rows(o.batch, o.seqlen, o.dim / (16 / dtype_bytes(o.dtype)), f.dev.sm_count);
     choices_.vectors =
         chunked_vectors(ceil_div(o.batch * o.dim * o.seqlen, dtype_bytes(o.dtype) == 4 ? 4 : 8),
                         f.dev.sm_count, static_cast<int>(flags_.vectors));
@@ -329,6 +344,10 @@ class DirectForwardChapter : public Chapter {
 
   // What the launch decided from the shape and the flags.
   std::string detail(const Step& st) {
+    if (st.idea == "staged" && st.layout == Layout::channel_last)
+      return "; " + std::to_string(choices_.staged_rows) + " time steps per thread, " +
+             std::to_string(kClStagedDepth) + " batches of " + std::to_string(kTileBatch) +
+             " rows on their way";
     if (st.idea == "staged")
       return "; " + std::to_string(kStagedStages) + " tiles of " +
              std::to_string(kStagedVectors * 16 / 1024) +

@@ -94,11 +94,14 @@ if [[ -x $exe8 ]]; then
   fi
 
   # Sanitizers on what the generic runs (D = 40, L = 67) miss: L shorter than a vector (vectors
-  # across rows), D not a multiple of the channel-last vector, fp32, bias and SiLU, each launch choice.
+  # across rows), D not a multiple of the channel-last vector, fp32, bias and SiLU, each launch
+  # choice; the channel-last staged kernel with a tile's last batches past the end, and L < W.
   sanitize_shapes ch08_direct_forward "$exe8" \
     "--batch 3 --dim 37 --seqlen 5 --width 3 --bias --silu --dtype fp32" \
     "--batch 2 --dim 24 --seqlen 130 --width 4 --dtype fp16 --vectors 8 --rows 16" \
-    "--batch 1 --dim 7 --seqlen 1 --width 2 --dtype bf16 --vectors 1 --rows 32"
+    "--batch 1 --dim 7 --seqlen 1 --width 2 --dtype bf16 --vectors 1 --rows 32" \
+    "--batch 3 --dim 16 --seqlen 70 --width 4 --dtype bf16 --bias --silu --layout channel-last" \
+    "--batch 2 --dim 8 --seqlen 2 --width 3 --dtype fp32 --layout channel-last"
 else
   row ch08_direct_forward bench FAIL "$exe8 not built"
 fi
