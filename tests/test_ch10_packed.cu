@@ -60,7 +60,7 @@ struct RowsResult {
 // rows of a length the vector divides use it, and chapter 08's staged kernel).
 RowsResult run_rows(const Options& o, const Packed& p, Layout l, int vectors, int rows,
                     const HostArray* init = nullptr, int64_t start = 0, int64_t len = 0,
-                    bool span_map = true, int64_t blocks = 0) {
+                    bool span_map = true, int64_t blocks = 0, int staged = 0) {
   const bool cl = l == Layout::channel_last;
   const HostArray x_full = cl ? transposed(p.in.x, o.batch, o.dim, o.seqlen) : p.in.x;
   const int64_t L = len > 0 ? len : o.seqlen;
@@ -83,6 +83,7 @@ RowsResult run_rows(const Options& o, const Packed& p, Layout l, int vectors, in
                      states.empty() ? nullptr : dinit.get<const T>(), fin.get<T>()),
         spans.get());
     f.cf_blocks = blocks;
+    f.cl_staged_rows = staged;
     launch_forward(f, o.width, vectors, rows, now);
   });
   GPU_CHECK(cudaDeviceSynchronize());
@@ -91,6 +92,13 @@ RowsResult run_rows(const Options& o, const Packed& p, Layout l, int vectors, in
   download(r.final_states, fin);
   if (cl) r.out = transposed(r.out, o.batch, L, o.dim);
   return r;
+}
+
+// The rows a thread of chapter 08's channel-last staged kernel that chapter 10 compiles, where it
+// takes the shape (16-bit types, D a multiple of 8): each is run beside cl_tiled.
+std::vector<int> staged_choices(const Options& o) {
+  if (o.dtype == Dtype::fp32 || o.dim % 8 != 0) return {};
+  return {16, 64};
 }
 
 Options random_options(Rng& rng, int trial, int64_t max_l) {
@@ -280,6 +288,7 @@ TEST(Ch10Rows, MatchesReference) {
   for (int trial = 0; trial < 60; ++trial) {
     Options o = random_options(rng, trial, trial % 5 == 0 ? 600 : 140);
     if (trial % 3 == 0) o.seqlen = 8 * ceil_div(o.seqlen, int64_t(8));  // (the span map's rows)
+    if (trial % 2 == 0) o.dim = 8 * ceil_div(o.dim, int64_t(8));  // (cl_staged's rows of channels)
     const std::string lens = random_lens_spec(rng, o.seqlen, true);
     const bool init = rng.range(0, 1) == 1;
     const PackSpec spec = spec_of(false, lens, init);
@@ -302,6 +311,13 @@ TEST(Ch10Rows, MatchesReference) {
                                       {o.batch, o.dim, o.width - 1});
       EXPECT_TRUE(fin.ok()) << fin.summary() << "\n" << fin.details();
       if (!p.seq_idx.empty()) expect_exact_zero_padding(o, p, r.out);
+      if (l == Layout::channel_first) continue;
+      // Chapter 08's staged channel-last kernel: the same arithmetic a row, so the same bits.
+      for (int staged : staged_choices(o)) {
+        const RowsResult s = run_rows(o, p, l, vectors, rows, nullptr, 0, 0, true, 0, staged);
+        EXPECT_TRUE(same_bits(s.out, r.out)) << "cl_staged with " << staged << " rows";
+        EXPECT_TRUE(same_bits(s.final_states, r.final_states)) << "cl_staged " << staged;
+      }
     }
   }
 }
@@ -398,6 +414,22 @@ TEST(Ch10Chunks, BitForBitTheOnePass) {
           EXPECT_TRUE(same_bits(out, one.out)) << "outputs differ from one pass";
           EXPECT_TRUE(same_bits(states, one.final_states)) << "final states differ";
           EXPECT_TRUE(verify("out", out, p.ref_rows, default_tolerance(t)).ok());
+          if (l == Layout::channel_first) continue;
+          // The chunks on chapter 08's staged channel-last kernel (pieces of 1 and 2 time steps
+          // among them): the one pass's bits again.
+          for (int staged : staged_choices(o)) {
+            HostArray s_out(o.dtype, one.out.size());
+            HostArray s_states = p.init;
+            for (size_t c = 0; c < p.chunk_lens.size(); ++c) {
+              const RowsResult piece = run_rows(o, p, l, 1, 8, &s_states, p.chunk_starts[c],
+                                                p.chunk_lens[c], true, 0, staged);
+              put_chunk(s_out, piece.out, Layout::channel_first, o, p.chunk_starts[c],
+                        p.chunk_lens[c]);
+              s_states = piece.final_states;
+            }
+            EXPECT_TRUE(same_bits(s_out, one.out)) << "cl_staged " << staged << ": outputs";
+            EXPECT_TRUE(same_bits(s_states, one.final_states)) << "cl_staged " << staged;
+          }
         }
       }
 }
@@ -422,41 +454,49 @@ TEST(Ch10Varlen, MatchesReference) {
   Rng rng(2020);
   for (int trial = 0; trial < 40; ++trial) {
     Options o = random_options(rng, trial, trial % 5 == 0 ? 500 : 120);
+    if (trial % 2 == 0) o.dim = 8 * ceil_div(o.dim, int64_t(8));  // (cl_staged's rows of channels)
     const std::string lens = varlen_lens(rng, o);
     const bool init = rng.range(0, 1) == 1;
     const PackSpec spec = spec_of(true, lens, init);
     Packed p;
     ASSERT_EQ(make_packed(o, spec, &p), "") << describe(o, lens, init);
     const int rows = std::vector<int>{8, 16, 32}[rng.range(0, o.dtype == Dtype::fp32 ? 2 : 1)];
-    SCOPED_TRACE(describe(o, lens, init) + " rows " + std::to_string(rows));
-
-    const int64_t total = o.batch * o.seqlen;
-    DeviceBuffer dx = upload(p.x_last), dw = upload(p.in.weight), db = upload(p.in.bias),
-                 cu = upload_vec(p.cu_seqlens), slots = upload_vec(p.slots),
-                 cache_buf(p.cache.bytes() + 16), out(p.x_last.bytes());
-    out.poison();
-    // Every fourth trial puts the cache one element past a 16-byte boundary: the edge work then
-    // reads and writes the states a value at a time (sequences.cuh, load_states).
-    char* cache = cache_buf.get<char>() + (trial % 4 == 3 ? dtype_bytes(o.dtype) : 0);
-    GPU_CHECK(cudaMemcpy(cache, p.cache.data(), p.cache.bytes(), cudaMemcpyHostToDevice));
-    dispatch_storage(o.dtype, [&](auto tag) {
-      using T = device_t<typename decltype(tag)::type>;
-      const ch08::DirectArgs<T> a{dx.get<const T>(), dw.get<const T>(),
-                                  o.bias ? db.get<const T>() : nullptr, out.get<T>(), 1, o.dim,
-                                  total, o.silu};
-      launch_forward(varlen_forward(a, cu.get<const int32_t>(), int32_t(p.lens.size()),
-                                    slots.get<const int32_t>(), reinterpret_cast<T*>(cache), init),
-                     o.width, 1, rows, now);
-    });
-    GPU_CHECK(cudaDeviceSynchronize());
-    HostArray got(o.dtype, p.x_last.size()), got_cache(o.dtype, p.cache.size());
-    download(got, out);
-    GPU_CHECK(cudaMemcpy(got_cache.data(), cache, got_cache.bytes(), cudaMemcpyDeviceToHost));
-    const VerifyReport r = verify("out", got, p.ref_varlen, default_tolerance(o.dtype),
-                                  {total, o.dim});
-    EXPECT_TRUE(r.ok()) << r.summary() << "\n" << r.details();
-    const VerifyReport c = verify("state cache", got_cache, p.ref_cache, Tolerance{0, 0});
-    EXPECT_TRUE(c.ok()) << c.summary() << "\n" << c.details();
+    // cl_tiled (staged 0), then chapter 08's staged kernel where it takes the shape.
+    std::vector<int> kernels{0};
+    for (int r : staged_choices(o)) kernels.push_back(r);
+    for (int staged : kernels) {
+      SCOPED_TRACE(describe(o, lens, init) + " rows " + std::to_string(rows) + " staged " +
+                   std::to_string(staged));
+      const int64_t total = o.batch * o.seqlen;
+      DeviceBuffer dx = upload(p.x_last), dw = upload(p.in.weight), db = upload(p.in.bias),
+                   cu = upload_vec(p.cu_seqlens), slots = upload_vec(p.slots),
+                   cache_buf(p.cache.bytes() + 16), out(p.x_last.bytes());
+      out.poison();
+      // Every fourth trial puts the cache one element past a 16-byte boundary: the edge work then
+      // reads and writes the states a value at a time (sequences.cuh, load_states).
+      char* cache = cache_buf.get<char>() + (trial % 4 == 3 ? dtype_bytes(o.dtype) : 0);
+      GPU_CHECK(cudaMemcpy(cache, p.cache.data(), p.cache.bytes(), cudaMemcpyHostToDevice));
+      dispatch_storage(o.dtype, [&](auto tag) {
+        using T = device_t<typename decltype(tag)::type>;
+        const ch08::DirectArgs<T> a{dx.get<const T>(), dw.get<const T>(),
+                                    o.bias ? db.get<const T>() : nullptr, out.get<T>(), 1, o.dim,
+                                    total, o.silu};
+        Forward<T> f = varlen_forward(a, cu.get<const int32_t>(), int32_t(p.lens.size()),
+                                      slots.get<const int32_t>(), reinterpret_cast<T*>(cache),
+                                      init);
+        f.cl_staged_rows = staged;
+        launch_forward(f, o.width, 1, rows, now);
+      });
+      GPU_CHECK(cudaDeviceSynchronize());
+      HostArray got(o.dtype, p.x_last.size()), got_cache(o.dtype, p.cache.size());
+      download(got, out);
+      GPU_CHECK(cudaMemcpy(got_cache.data(), cache, got_cache.bytes(), cudaMemcpyDeviceToHost));
+      const VerifyReport r = verify("out", got, p.ref_varlen, default_tolerance(o.dtype),
+                                    {total, o.dim});
+      EXPECT_TRUE(r.ok()) << r.summary() << "\n" << r.details();
+      const VerifyReport c = verify("state cache", got_cache, p.ref_cache, Tolerance{0, 0});
+      EXPECT_TRUE(c.ok()) << c.summary() << "\n" << c.details();
+    }
   }
 }
 
@@ -585,6 +625,7 @@ TEST(Ch10RowsBackward, MatchesReference) {
   for (int trial = 0; trial < 50; ++trial) {
     Options o = random_options(rng, trial, trial % 5 == 0 ? 600 : 140);
     if (trial % 3 == 0) o.seqlen = 8 * ceil_div(o.seqlen, int64_t(8));  // (the span map's rows)
+    if (trial % 2 == 0) o.dim = 8 * ceil_div(o.dim, int64_t(8));  // (cl_staged's rows of channels)
     const std::string lens = random_lens_spec(rng, o.seqlen, true);
     const bool init = rng.range(0, 1) == 1;
     const PackSpec spec = spec_of(false, lens, init, true);

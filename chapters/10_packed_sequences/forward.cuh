@@ -1,5 +1,5 @@
-// Chapter 10: a packed forward is a launch of chapter 08's kernel (cf_staged, cf_chunked or
-// cl_tiled) with a sequence policy (sequences.cuh, span_map.cuh), and in channel-first rows
+// Chapter 10: a packed forward is a launch of chapter 08's kernel (cf_staged, cf_chunked, cl_staged
+// or cl_tiled) with a sequence policy (sequences.cuh, span_map.cuh), and in channel-first rows
 // without a span map a second, small one for the rows' edges (cf_row_edges.cuh). What each form
 // hands to them, and the launches; the chapter and its tests both go through here.
 #pragma once
@@ -8,6 +8,7 @@
 
 #include "chapters/08_direct_forward/cf_chunked.cuh"
 #include "chapters/08_direct_forward/cf_staged.cuh"
+#include "chapters/08_direct_forward/cl_staged.cuh"
 #include "chapters/08_direct_forward/cl_tiled.cuh"
 #include "chapters/10_packed_sequences/sequences.cuh"
 #include "chapters/10_packed_sequences/span_map.cuh"
@@ -27,6 +28,9 @@ struct Forward {
   void* span_workspace = nullptr;  // channel-first rows: room for a span map (with_span_map)
   // Channel-first: at most this many blocks of cf_staged (0: as many as fit; the tests use few).
   int64_t cf_blocks = 0;
+  // Channel-last: rows a thread of chapter 08's staged kernel, 16 or 64 (staged_rows); 0: its
+  // tiled kernel, with the `rows` the launch is given.
+  int cl_staged_rows = 0;
 };
 
 // Chapter 08's forward, nothing else: the baseline a packed run is measured against.
@@ -111,6 +115,16 @@ int tiled_rows(const ch08::DirectArgs<T>& a, int sm_count) {
   return ch08::cl_tiled_rows(a.batch, a.seqlen, a.dim / n, sm_count, 0, sizeof(T) == 4 ? 32 : 16);
 }
 
+// The rows a thread of chapter 08's channel-last staged kernel takes at this shape, of those
+// chapter 10 compiles (64 where chapter 08 would choose it, else 16); 0 where it does not apply:
+// a D that is not whole 16-byte vectors, and fp32, where chapter 08's two kernels are level within
+// a point (docs/08_direct_forward.md, step 5) and chapter 10 compiles the tiled one only.
+template <class T>
+int staged_rows(const ch08::DirectArgs<T>& a, int sm_count) {
+  if (sizeof(T) != 2 || !ch08::cl_staged_takes(a)) return 0;
+  return ch08::cl_staged_rows(a.batch, a.seqlen, a.dim / kPer16<T>, sm_count) == 64 ? 64 : 16;
+}
+
 // Do two byte ranges overlap?
 inline bool overlap(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
   const char *pa = static_cast<const char*>(a), *pb = static_cast<const char*>(b);
@@ -159,9 +173,15 @@ template <class T>
 const char* cf_kernel_name(const Forward<T>& f) {
   return uses_staged(f) ? "conv_fwd_cf_staged" : "conv_fwd_cf_chunked";
 }
+// The convolution's kernel, either layout.
+template <class T>
+const char* kernel_name(const Forward<T>& f) {
+  if (f.layout == Layout::channel_first) return cf_kernel_name(f);
+  return f.cl_staged_rows ? "conv_fwd_cl_staged" : "conv_fwd_cl_tiled";
+}
 
 // The launches, each through record(name, launch) (the chapter times them); `vectors` and `rows`
-// are chapter 08's launch choices for cf_chunked and cl_tiled. With `facts`, only describes the
+// are chapter 08's launch choices for cf_chunked and cl_tiled (cl_staged's: f.cl_staged_rows). With `facts`, only describes the
 // convolution. A span map's kernel and the convolution, which starts while the map finishes
 // (programmatic dependent launch, common/launch.cuh), are one record: an event between them would
 // hold the convolution back.
@@ -184,8 +204,7 @@ void launch_forward(const Forward<T>& f, int width, int vectors, int rows, Recor
     });
     return;
   }
-  record(f.layout == Layout::channel_last ? "conv_fwd_cl_tiled" : cf_kernel_name(f),
-         [&] { run_forward(f, width, vectors, rows, s, nullptr); });
+  record(kernel_name(f), [&] { run_forward(f, width, vectors, rows, s, nullptr); });
   if (has_row_edges(f)) record("cf_row_edges", [&] { run_row_edges(f, width, s); });
 }
 

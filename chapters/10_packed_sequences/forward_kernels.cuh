@@ -5,6 +5,7 @@
 
 #include "chapters/08_direct_forward/cf_chunked.cuh"
 #include "chapters/08_direct_forward/cf_staged.cuh"
+#include "chapters/08_direct_forward/cl_staged.cuh"
 #include "chapters/08_direct_forward/cl_tiled.cuh"
 #include "chapters/10_packed_sequences/cf_row_edges.cuh"
 #include "chapters/10_packed_sequences/forward.cuh"
@@ -20,6 +21,16 @@ void run_forward(const Forward<T>& f, int width, int vectors, int rows, cudaStre
       ch08::launch_cf_staged(f.conv, width, s, facts, ch08::EveryTap<T>{}, f.cf_blocks);
     else
       ch08::launch_cf_staged(f.conv, width, s, facts, tap_words(f), f.cf_blocks);
+    return;
+  }
+  if (f.layout == Layout::channel_last && f.cl_staged_rows) {
+    const int r = f.cl_staged_rows;
+    if (f.form == Form::plain)
+      ch08::launch_cl_staged(f.conv, width, r, s, facts, Baseline{});
+    else if (f.form == Form::rows)
+      ch08::launch_cl_staged(f.conv, width, r, s, facts, f.rows);
+    else
+      ch08::launch_cl_staged(f.conv, width, r, s, facts, f.varlen);
     return;
   }
   switch (f.form) {

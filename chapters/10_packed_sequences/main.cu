@@ -49,6 +49,7 @@ struct Flags {
   bool initial_states = false;
   int64_t chunks = 1;
   std::string span_map = "on";
+  std::string cl_forward = "staged";
 };
 
 // One measured variant.
@@ -114,7 +115,11 @@ class PackedChapter : public Chapter {
                     "vector's span and flags once per batch row, before the convolution (on: "
                     "default; the forward, and the backward of rows with seq_idx), or in the "
                     "convolution, by every channel (off). (The backward of rows without seq_idx "
-                    "takes chapter 09's staged kernel, which needs no map, either way.)")};
+                    "takes chapter 09's staged kernel, which needs no map, either way.)"),
+        choice_flag("--cl-forward", &flags_.cl_forward, {"staged", "tiled"},
+                    "the channel-last forward's kernel (both forms, and the plain baseline): "
+                    "chapter 08's staged kernel (default; 16-bit types, D a multiple of 8; fp32 "
+                    "and other D take the tiled one) or its tiled kernel")};
   }
 
   std::string check(const Options& o) override {
@@ -264,6 +269,8 @@ class PackedChapter : public Chapter {
   template <class T>
   Forward<T> plan(const Step& st, int64_t chunk = -1);
   template <class T>
+  Forward<T> plan_conv(const Step& st, int64_t chunk, ch08::DirectArgs<T> a, const T* init);
+  template <class T>
   Backward<T> plan_backward(const Step& st, int64_t chunk = -1);
   void launch(const Step& st, RunContext* ctx, KernelFacts* facts);
   void copy_out(const Step& st, Results& r);
@@ -405,6 +412,18 @@ Forward<T> PackedChapter::plan(const Step& st, int64_t chunk) {
                         o.bias ? bias_.get<const T>() : nullptr, t.out.get<T>(), o.batch, o.dim,
                         o.seqlen, o.silu};
   const T* init = pk_.init.empty() ? nullptr : init_.get<const T>();
+  Forward<T> f = plan_conv(st, chunk, a, init);
+  if (f.layout == Layout::channel_last && flags_.cl_forward == "staged")
+    f.cl_staged_rows = staged_rows(f.conv, sm_count_);
+  return f;
+}
+
+// The forward of one step before its channel-last kernel is chosen.
+template <class T>
+Forward<T> PackedChapter::plan_conv(const Step& st, int64_t chunk, ch08::DirectArgs<T> a,
+                                    const T* init) {
+  const Options& o = opt_;
+  Tensors& t = tensors(st.layout);
   switch (st.kind) {
     case Step::plain:
       return plain_forward(a, st.layout);
@@ -707,8 +726,14 @@ MeasuredVariant PackedChapter::variant(const Step& st) {
     if (static_cast<int64_t>(partials_.bytes()) < need * int64_t(sizeof(float)))
       partials_ = DeviceBuffer(size_t(need) * sizeof(float));
   }
+  // The channel-last forward's kernel, as its plan chooses it (chapter 08's staged or tiled).
+  const std::string cl_kernel = dispatch_storage(o.dtype, [&](auto tag) -> std::string {
+    using T = device_t<typename decltype(tag)::type>;
+    if (st.backward || st.layout != Layout::channel_last) return "";
+    return kernel_name(plan<T>(st, st.kind == Step::chunks ? 0 : -1));
+  });
   const std::string kernel = st.backward ? bwd_kernels.front()
-                             : st.layout == Layout::channel_last ? "conv_fwd_cl_tiled"
+                             : st.layout == Layout::channel_last ? cl_kernel
                                                                  : cf_kernel;
 
   auto results = std::make_unique<Results>();

@@ -10,7 +10,9 @@
 #                                        padding) and initial and final states; the states alone
 #                                        (--seq-lens none); the varlen form, 64 random lengths over
 #                                        the 32768 tokens, D 4096, states read from and written to a
-#                                        cache; bias and SiLU; fp32; the rows form in 7 chunks
+#                                        cache; bias and SiLU; fp32; the rows form in 7 chunks; the
+#                                        channel-last forward on chapter 08's tiled kernel
+#                                        (--cl-forward tiled) beside its staged one
 #   ch10_resources.txt, .tsv             registers, stack and local memory per kernel (cuobjdump)
 #   ch10_ncu.csv, .tsv                   the forward kernels with the states alone (no seq_idx) and
 #                                        chapter 08's on the same x, 8x4096x4096 bf16: duration, DRAM
@@ -35,6 +37,12 @@ if [[ -x $exe10 ]]; then
   run10 rows_fp32 "${big10[@]}" --dtype fp32 --form rows --seq-lens random:8
   run10 varlen_fp32 "${big10[@]}" --dtype fp32 --form varlen --seq-lens random:64
   run10 chunks_bf16 "${big10[@]}" --dtype bf16 --form rows --seq-lens none --chunks 7
+  # The channel-last forward on chapter 08's tiled kernel instead of its staged one (the plain
+  # baseline too): what the staged kernel gave the packed forms.
+  run10 varlen_bf16_tiled "${big10[@]}" --dtype bf16 --form varlen --seq-lens random:64 --direction forward \
+    --cl-forward tiled
+  run10 rows_bf16_tiled "${big10[@]}" --dtype bf16 --form rows --layout channel-last --seq-lens random:8 \
+    --direction forward --cl-forward tiled
 
   resources_table ch10_packed_sequences "$exe10" 'conv_fwd_c[fl]_|conv_bwd_c[fl]I|conv_bwd_cf_stagedI|cf_row_edges' \
     "$out/results/ch10_resources.txt" 'PackedRows|RowSpansBwd|Varlen'
@@ -56,13 +64,14 @@ if [[ -x $exe10 ]]; then
   # across rows) with states; a varlen batch with empty sequences and sequences shorter than the
   # states; chunks shorter than the states; the span map's rows (L a multiple of the vector) with
   # short sequences and padding vectors; rows without seq_idx, whole rows a tile of chapter 09's
-  # staged kernel.
+  # staged kernel; channel-last rows on chapter 08's staged kernel, a sequence across its tiles.
   sanitize_shapes ch10_packed_sequences "$exe10" \
     "--batch 3 --dim 37 --seqlen 5 --width 3 --bias --silu --dtype fp32 --initial-states --seq-lens random:4" \
     "--batch 1 --dim 40 --seqlen 90 --width 4 --dtype bf16 --initial-states --form varlen --seq-lens 1,0,2,3,0,84" \
     "--batch 2 --dim 16 --seqlen 40 --width 4 --dtype fp16 --initial-states --seq-lens none --chunks 7" \
     "--batch 2 --dim 24 --seqlen 64 --width 2 --dtype bf16 --initial-states --form rows --layout channel-first --seq-lens 1,0,2,9,5" \
-    "--batch 3 --dim 11 --seqlen 512 --width 4 --dtype bf16 --bias --initial-states --form rows --layout channel-first --seq-lens none"
+    "--batch 3 --dim 11 --seqlen 512 --width 4 --dtype bf16 --bias --initial-states --form rows --layout channel-first --seq-lens none" \
+    "--batch 2 --dim 16 --seqlen 150 --width 4 --dtype bf16 --silu --initial-states --form rows --layout channel-last --direction forward --seq-lens 1,0,70,3,50"
 else
   row ch10_packed_sequences bench FAIL "$exe10 not built"
 fi
