@@ -76,7 +76,8 @@ __device__ __forceinline__ void cl_halo(const DirectArgs<T>& a, const T* x, int6
   }
 }
 
-// Where a thread's tile is (blocks of kClTiledThreads): batch row b, channels d0 .. d0 + N - 1, rows t0 .. t0 + kRows - 1.
+// Where a thread's tile is (blocks of kClTiledThreads): batch row b, channels d0 .. d0 + N - 1,
+// rows t0 .. t0 + kRows - 1.
 // (Chapter 10) the grid's first blocks do the sequences' edge work instead: false, nothing more.
 template <int W, int N, int kRows, class T, class Seqs>
 __device__ __forceinline__ bool cl_place(const DirectArgs<T>& a, const FastDivmod& by_cols,
