@@ -82,3 +82,9 @@ __host__ __device__ inline hip_bfloat16 __float2bfloat16_rn(float v) {
 #define cudaGraphLaunch hipGraphLaunch
 #define cudaGraphDestroy hipGraphDestroy
 #define cudaGraphExecDestroy hipGraphExecDestroy
+// A kernel parameter whose address device code may take without a copy (the sequence policies,
+// chapter 08's direct_common.cuh). HIP has no such qualifier: there the parameter is an ordinary
+// one, and taking its address may copy it to the stack as CUDA did before the qualifier.
+#ifndef __grid_constant__
+#define __grid_constant__
+#endif

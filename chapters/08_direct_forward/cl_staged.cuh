@@ -61,6 +61,7 @@ __device__ __forceinline__ void cl_staged(const DirectArgs<T>& a, const FastDivm
 #pragma unroll
   for (int i = 0; i < kClStagedDepth; ++i) cl_fetch<T, N, kBatches>(a, x, t0, i, ring);
   const Span span = seqs.template span<W, kRows, 0>(b, t0);
+  auto batches = seqs.template batches<W, kTileBatch>(b, t0, span);  // (a mixed tile's)
   Vec<T, N> win[W];  // win[k]: the row k - (W-1) steps back from the one being computed
   cl_halo<T, W, N>(a, x, t0, win);
   Filter<W> f[N];
@@ -72,16 +73,14 @@ __device__ __forceinline__ void cl_staged(const DirectArgs<T>& a, const FastDivm
     const Bytes16* slots = ring + (i % kClStagedDepth) * kTileBatch * kClTiledThreads;
     const Vec<T, N>* rows = reinterpret_cast<const Vec<T, N>*>(slots + threadIdx.x);
     constexpr int kStride = kClTiledThreads;  // (from one row's slot to the next)
-    // (Chapter 10) in a mixed tile, a batch that one sequence holds whole takes the full form too.
-    Span here = span;
-    if constexpr (Seqs::kPacked)
-      if (span == Span::mixed) here = seqs.template span<W, kTileBatch, 0>(b, t);
+    // A mixed tile asks batch by batch: most of its batches take the full form too.
+    const Span here = span == Span::mixed ? batches.span(t) : span;
     if (here == Span::full) {  // all but a few batches
 #pragma unroll
       for (int r = 0; r < kTileBatch; ++r)
         cl_row<true, Seqs::kPacked, T, W, N, true>(a, out, t + r, f, win, rows[r * kStride],
                                                    kAllTaps<W>);
-    } else if (here == Span::padding) {  // (the rows still pass through the window)
+    } else if (here == Span::padding) {  // (chapter 10; the rows still pass through the window)
 #pragma unroll
       for (int r = 0; r < kTileBatch; ++r) {
 #pragma unroll
@@ -89,16 +88,12 @@ __device__ __forceinline__ void cl_staged(const DirectArgs<T>& a, const FastDivm
         win[W - 1] = rows[r * kStride];
         if (t + r < a.seqlen) store16_unordered(out + (t + r) * a.dim, zero_vec<T, N>());
       }
-    } else if constexpr (!Seqs::kPacked) {  // (chapter 08's mixed tile: a row's first)
+    } else {  // a mixed batch: a row's first, or (chapter 10) a sequence's start or end
+      const auto fl = batches.flags(t);
 #pragma unroll
       for (int r = 0; r < kTileBatch; ++r)
-        cl_row<false, false, T, W, N, true>(a, out, t + r, f, win, rows[r * kStride],
-                                            seqs.template flags<W>(b, t + r));
-    } else {  // (chapter 10) a mixed batch: its flags
-      const auto fl = seqs.template flags_of<W, kTileBatch>(b, t);
-#pragma unroll
-      for (int r = 0; r < kTileBatch; ++r)
-        cl_row<false, true, T, W, N, true>(a, out, t + r, f, win, rows[r * kStride], fl[r]);
+        cl_row<false, Seqs::kPacked, T, W, N, true>(a, out, t + r, f, win, rows[r * kStride],
+                                                    fl[r]);
     }
     cl_fetch<T, N, kBatches>(a, x, t0, i + kClStagedDepth, ring);  // into the slots just used
   }
@@ -106,7 +101,8 @@ __device__ __forceinline__ void cl_staged(const DirectArgs<T>& a, const FastDivm
 
 template <class T, int W, int N, int kRows, class Seqs = OneSequencePerRow>
 __global__ void __launch_bounds__(kClTiledThreads, kClStagedMinBlocks)
-    conv_fwd_cl_staged(DirectArgs<T> a, FastDivmod by_cols, FastDivmod by_tiles, Seqs seqs) {
+    conv_fwd_cl_staged(DirectArgs<T> a, FastDivmod by_cols, FastDivmod by_tiles,
+                       const __grid_constant__ Seqs seqs) {
   cl_staged<T, W, N, kRows>(a, by_cols, by_tiles, seqs);
 }
 // [/docs:ch08_cl_staged]

@@ -96,10 +96,20 @@ __device__ __forceinline__ unsigned taps_inside(int64_t t) {
 //   flags_of<W, N>(b, lo)          for a mixed range, the flag byte of each output (fl[i]);
 //   flags<W>(b, t)                 the flag byte of one output;
 //   cursor<W>(b, lo)               the flag bytes of lo, lo+1, ... one after the other (c.next())
-//                                  for a walk down the time steps that holds no more than one.
+//                                  for a walk down the time steps that holds no more than one;
+//   batches<W, kBatch>(b, t0, s)   for a tile from t0 whose span is s, its batches of kBatch
+//                                  outputs asked in order: c.span(t), and c.flags(t) for a mixed
+//                                  one (cl_staged).
 //
 // OneSequencePerRow answers from t alone: every range from t = W-1 on is full, so in chapter 08
 // the test is the one it always was, and the kernels are what they were.
+//
+// Chapter 10's policies keep their rare work out of line (member functions that are not inlined,
+// so that their registers do not count against the common path), and such a call needs the
+// policy's address. Of a plain kernel parameter the compiler makes a copy on the stack, which every
+// thread writes at the kernel's start whether it ever calls one or not; cl_staged, the kernel
+// where that cost a measured share of the time (chapter 10's twentieth version), takes the policy
+// as a `const __grid_constant__` parameter, whose address is the parameter itself.
 
 // A flag byte: bits 0 .. W-1 the taps that count (tap k reads t - (W-1) + k; it counts when that
 // input lies in t's sequence, at or after its start; none: t is padding, its output exactly 0).
@@ -188,6 +198,20 @@ struct OneSequencePerRow {
   template <int W>
   __device__ __forceinline__ Cursor<W> cursor(int64_t, int64_t lo) const {
     return {lo};
+  }
+  // A mixed tile's batches of kBatch rows, asked in order (cl_staged): each one's span, and a mixed
+  // one's flags. Here only a row's first batch is mixed. (Chapter 10's policies remember where
+  // they are, so that a batch costs a comparison or two, not a search.)
+  template <int W, int kBatch>
+  struct Batches {
+    __device__ __forceinline__ Span span(int64_t t) const {
+      return t >= W - 1 ? Span::full : Span::mixed;
+    }
+    __device__ __forceinline__ Lazy<W> flags(int64_t t) const { return {t}; }
+  };
+  template <int W, int kBatch>
+  __device__ __forceinline__ Batches<W, kBatch> batches(int64_t, int64_t, Span) const {
+    return {};
   }
 };
 

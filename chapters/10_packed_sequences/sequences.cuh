@@ -338,6 +338,23 @@ struct PackedRows {
     return scan_ids<W, kOwn, kOwn + kAhead>(ids(b), lo, seqlen);
   }
 
+  // A mixed tile's batches (chapter 08's cl_staged): each asks the ids near it, as a tile does.
+  template <int W, int kBatch>
+  struct Batches {
+    const PackedRows& rows;
+    int64_t b;
+    __device__ __forceinline__ Span span(int64_t t) const {
+      return rows.template span<W, kBatch, 0>(b, t);
+    }
+    __device__ __forceinline__ TokenFlags<kBatch> flags(int64_t t) const {
+      return rows.template flags_of<W, kBatch>(b, t);
+    }
+  };
+  template <int W, int kBatch>
+  __device__ __forceinline__ Batches<W, kBatch> batches(int64_t b, int64_t, Span) const {
+    return {*this, b};
+  }
+
   // Do outputs before `hi` reach the inputs whose dx receives the final states' gradient?
   __device__ __forceinline__ bool near_final(int64_t hi, int width) const {
     return dfinal_states && hi > seqlen - (width - 1);
@@ -594,9 +611,18 @@ struct Varlen {
   // of waits on memory that cost the varlen forward 1.8 points of the copy ceiling).
   template <int W, int N>
   __device__ __noinline__ TokenFlags<N> flags_of(int64_t, int64_t lo) const {
+    return flags_walk<W, N>(lo, -1);
+  }
+  // The same from sequence n, at or before output lo's (Batches, which know it).
+  template <int W, int N>
+  __device__ __noinline__ TokenFlags<N> flags_from(int64_t lo, int32_t n) const {
+    return flags_walk<W, N>(lo, n);
+  }
+  template <int W, int N>
+  __device__ __forceinline__ TokenFlags<N> flags_walk(int64_t lo, int32_t n) const {
     TokenFlags<N> m = TokenFlags<N>::filled(0);
     if (lo >= total) return m;
-    int32_t n = sequence_of(cu_seqlens, sequences, lo);
+    if (n < 0) n = sequence_of(cu_seqlens, sequences, lo);
     int64_t start = cu_seqlens[n], end = cu_seqlens[n + 1];
     int32_t s = slot(n);
 #pragma unroll
@@ -629,6 +655,31 @@ struct Varlen {
   template <int W, int kOwn, int kAhead, int kLanes>
   __device__ __forceinline__ Span span_by(int64_t b, int64_t lo, int) const {
     return span<W, kOwn, kAhead>(b, lo);
+  }
+
+  // A mixed tile's batches (chapter 08's cl_staged), asked in order: the sequence of the first
+  // input the batch reads is remembered from the batch before, so a batch reads one bound where
+  // the tile's span searched, and a mixed batch's flags start from that sequence.
+  template <int W, int kBatch>
+  struct Batches {
+    const Varlen& v;
+    int32_t n;  // the sequence of input t - (W-1) of the last batch asked (t: its first output)
+    __device__ __forceinline__ Span span(int64_t t) {
+      if (t < W - 1) return Span::mixed;
+      if (t - (W - 1) >= v.total) return Span::full;  // (past the end: nothing to write)
+      while (v.cu_seqlens[n + 1] <= t - (W - 1)) ++n;
+      const int64_t end = v.cu_seqlens[n + 1], hi = t + kBatch < v.total ? t + kBatch : v.total;
+      if (end < hi || (v.dfinal_states && hi > end - (W - 1))) return Span::mixed;
+      return Span::full;
+    }
+    __device__ __forceinline__ TokenFlags<kBatch> flags(int64_t t) const {
+      return v.template flags_from<W, kBatch>(t, n);
+    }
+  };
+  template <int W, int kBatch>
+  __device__ __forceinline__ Batches<W, kBatch> batches(int64_t, int64_t t0, Span tile) const {
+    const int64_t first = t0 - (W - 1) > 0 ? t0 - (W - 1) : 0;
+    return {*this, tile == Span::mixed ? sequence_of(cu_seqlens, sequences, first) : 0};
   }
 
   // Channel-last tiles (chapter 09's backward): a tile owns the sequences that start in it (the
