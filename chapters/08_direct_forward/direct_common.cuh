@@ -94,7 +94,7 @@ __device__ __forceinline__ unsigned taps_inside(int64_t t) {
 //                                  (every one counts all W taps and none is a sequence edge),
 //                                  padding (the first kOwn are all padding: exactly 0) or mixed;
 //   flags_of<W, N>(b, lo)          for a mixed range, the flag byte of each output (fl[i]);
-//   flags<W>(b, t)                 the flag byte of one output;
+//   flags<W>(b, t)                 (chapter 10's own kernels) the flag byte of one output;
 //   cursor<W>(b, lo)               the flag bytes of lo, lo+1, ... one after the other (c.next())
 //                                  for a walk down the time steps that holds no more than one;
 //   batches<W, kBatch>(b, t0, s)   for a tile from t0 whose span is s, its batches of kBatch
@@ -175,10 +175,6 @@ struct OneSequencePerRow {
   template <int W, int kOwn, int kAhead>
   __device__ __forceinline__ Span span(int64_t, int64_t lo) const {
     return lo >= W - 1 ? Span::full : Span::mixed;
-  }
-  template <int W>
-  __device__ __forceinline__ unsigned flags(int64_t, int64_t t) const {
-    return taps_inside<W>(t);
   }
   // (Computed where each is used: nothing to hold in registers.)
   template <int W>
