@@ -1,3 +1,6 @@
+# Compares the SASS of each kernel in a cubin (fin) with the same kernel in a reference build:
+# cl_staged kernels with r5 (the second form), every other kernel with head (the nineteenth version).
+# Usage: sass_compare.py FIN.cubin HEAD.cubin [R5.cubin]   (cuobjdump on PATH)
 import sys, re, subprocess, collections
 def funcs(path):
     out = subprocess.run(['cuobjdump','-sass',path],capture_output=True,text=True).stdout
@@ -23,4 +26,4 @@ for k,v in F.items():
     else:
         stats[tag+':DIFFERENT']+=1; notes.append((k, len(w), len(v)))
 print(sys.argv[1].split('/')[-1], dict(stats))
-for n in notes[:8]: print('   ', n[0][:110], n[1], '->', n[2])
+for n in notes: print('   ', n[0][:110], n[1], '->', n[2], 'instructions (%+.2f %%)' % (100.0 * (n[2] - n[1]) / n[1]))
