@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Makes registers.tsv, ptx_param_loads.txt and measured.tsv of this folder (see README.md). Needs
-# nvcc (no GPU): run from the repository root, on the commit this folder was made on.
+# Makes registers.tsv, ptx_param_loads.txt, measured.tsv and cl_tiled_packed.tsv of this folder (see
+# README.md). Needs nvcc (no GPU): run from the repository root, on the commit this folder was made on.
 set -euo pipefail
 here=results/grid-constant
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-for form in committed policy_only every_parameter; do
-  mkdir -p "$tmp/$form" && tar -cf - chapters/0[1-8]* common | tar -xf - -C "$tmp/$form"
+for form in committed policy_only every_parameter cl_tiled_packed; do
+  mkdir -p "$tmp/$form" && tar -cf - chapters common | tar -xf - -C "$tmp/$form"
   [[ $form == committed ]] || patch -s -d "$tmp/$form" -p1 < "$here/$form.patch"
 done
 nv=(nvcc -O3 -DNDEBUG -arch=sm_90 --expt-relaxed-constexpr -std=c++17)
@@ -41,4 +41,20 @@ for v in 1 2 4; do
     ms=$(sed -n 's/.*main kernel conv_fwd_cf_chunked: \([0-9.]*\) ms.*/\1/p' "$log" | head -n1)
     printf '%s\t%s\t%s\t%s\t%s\n' "$v" "${r#*:}" "$regs" "$blocks" "$ms" >> "$here/measured.tsv"
   done
+done
+# Chapter 10's packed channel-last tiled kernels (fp32's forward, and 16-bit types' with --cl-forward
+# tiled) with and without the qualifier on their policy (cl_tiled_packed.patch).
+printf 'kernel\tform\tregisters\tstack_bytes\n' > "$here/cl_tiled_packed.tsv"
+for form in committed cl_tiled_packed; do
+  "${nv[@]}" -I"$tmp/$form" -Xptxas -v -cubin -o /dev/null "$here/instantiate_cl_tiled.cu" 2>&1 |
+    awk -v form="$form" '
+      /Compiling entry function/ {
+        k = ($0 ~ /conv_fwd_cl_tiledIf/) ? "fp32" : "bf16"
+        k = k (($0 ~ /Varlen/) ? " varlen" : " rows")
+      }
+      /Used [0-9]+ registers/ {
+        match($0, /Used [0-9]+/); r = substr($0, RSTART + 5, RLENGTH - 5)
+        s = 0; if (match($0, /[0-9]+ bytes cumulative stack/)) s = substr($0, RSTART, RLENGTH) + 0
+        printf "%s\t%s\t%s\t%s\n", k, form, r, s
+      }' >> "$here/cl_tiled_packed.tsv"
 done
