@@ -11,5 +11,6 @@ for line in txt.split('\n'):
         ins=m.group(1).split()
         op=ins[1] if ins[0].startswith('@') else ins[0]
         res[cur][op.split('.')[0]]+=1; res[cur]['TOTAL']+=1
-keys=['TOTAL','MUFU','BRA','FFMA','FSEL','FMUL','FADD','LOP3','SHF','R2P','ISETP','LDS','LDG','STG','BAR']
+        if ins[0].startswith('@') and op.startswith('FFMA'): res[cur]['FFMA_predicated']+=1
+keys=['TOTAL','MUFU','BRA','FFMA','FFMA_predicated','FSEL','FMUL','FADD','LOP3','SHF','R2P','ISETP','LDS','LDG','STG','BAR']
 for k,c in res.items(): print(k,' '.join(f'{x}={c[x]}' for x in keys))
