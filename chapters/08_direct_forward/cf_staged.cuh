@@ -20,6 +20,7 @@
 #include "common/async_copy.cuh"
 #include "common/fast_divmod.h"
 #include "common/launch.cuh"
+#include "common/warp.cuh"
 
 namespace conv1d::ch08 {
 
@@ -136,6 +137,11 @@ __global__ void __launch_bounds__(kStagedThreads)
 #pragma unroll
     for (int j = 0; j < kStagedMine; ++j) {
       const int v = threadIdx.x + j * kStagedThreads;
+      // (Chapter 10) One form for the whole warp: unmasked when every tap of every output of every
+      // lane's vector counts, else each output by its taps. A warp whose lanes took both forms
+      // would run both, one after the other. (Chapter 08's words, not a map's, are all ones.)
+      const bool every_tap =
+          !Taps::kMap || warp_all(v >= tl.vectors || (taps_word[j] & kEveryTap) == kEveryTap);
       if (v >= tl.vectors) continue;
       const Filter<W> f =
           row[j] == tl.row ? tile_filter : load_filter<W>(a, row[j] - g.by_dim.div(row[j]) * a.dim);
@@ -150,10 +156,10 @@ __global__ void __launch_bounds__(kStagedThreads)
       const CfWindow<T, W> win = cf_window<T, W>(prev, bit_cast<Vec<T, kPer>>(stage[1 + v]));
       const uint32_t m = taps_word[j];
       float y[kPer];
-      if ((m & kEveryTap) == kEveryTap) {  // every tap of every output: the unmasked form
+      if (every_tap) {
 #pragma unroll
         for (int o = 0; o < kPer; ++o) y[o] = conv_output<W, false>(f, &win.v[o], 0, a.silu);
-      } else {  // (chapter 10) each output by its taps; none: padding, exactly 0
+      } else {  // each output by its taps; none: padding, exactly 0
 #pragma unroll
         for (int o = 0; o < kPer; ++o)
           y[o] = conv_output<W, true, true>(f, &win.v[o], m >> (o * W) & kAllTaps<W>, a.silu);

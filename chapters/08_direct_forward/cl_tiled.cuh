@@ -167,7 +167,8 @@ __global__ void conv_fwd_cl_tiled(DirectArgs<T> a, FastDivmod by_cols, FastDivmo
 // (kPackedMinBlocks).
 template <class T, int W, int N, int kRows, class Seqs, std::enable_if_t<Seqs::kPacked, int> = 0>
 __global__ void __launch_bounds__(kClTiledThreads, kPackedMinBlocks)
-    conv_fwd_cl_tiled(DirectArgs<T> a, FastDivmod by_cols, FastDivmod by_tiles, Seqs seqs) {
+    conv_fwd_cl_tiled(DirectArgs<T> a, FastDivmod by_cols, FastDivmod by_tiles,
+                      const __grid_constant__ Seqs seqs) {
   cl_tiled<T, W, N, kRows>(a, by_cols, by_tiles, seqs);
 }
 
