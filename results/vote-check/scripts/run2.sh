@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The warp-vote version as committed (e246aa3), second call on the machine of run1.sh (its build
-# kept): the GPU check's sections for chapters 08 and 10 (benchmarks, sanitizers on awkward shapes,
-# resources), then chapter 09's if there is time.
+# The warp-vote version as committed (e246aa3), the GPU check's sections named as arguments (48:
+# chapter 08, 49b: chapter 10; benchmarks, Nsight Compute, resources, sanitizers on awkward shapes).
+# On a fresh machine it first builds the targets they run (chapters 05, 08, 09 and 10).
+#   results/vote-check/scripts/run2.sh 48     (then, on the warm machine: ... run2.sh 49b)
 set -uo pipefail
 root=$(pwd); out=${OUT:?set OUT}
 res=$(mktemp -d); start=$SECONDS; stamp() { echo "[$((SECONDS - start)) s] $*"; }
@@ -9,8 +10,13 @@ trap 'exit 143' TERM
 trap 'sed -i "s#$root/##g" "$res"/*.txt "$res"/*/*.md 2>/dev/null; tar czf "$out/run.tgz" -C "$res" .' EXIT
 b=$root/build/gpu-check
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$res/gpu.txt"; cat "$res/gpu.txt"
-for s in 48 49b 49; do
-  [[ $s == 49 && $((SECONDS - start)) -gt 400 ]] && { stamp "section 49 skipped (time)"; continue; }
+if [[ ! -f $b/build.ninja ]]; then
+  cmake -S . -B "$b" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=native > "$res/configure.txt" 2>&1
+  cmake --build "$b" -j "$(nproc)" --target ch05_wmma_gemm ch08_direct_forward ch09_direct_backward \
+    ch10_packed_sequences -- -k 0 > "$res/build.txt" 2>&1 || { grep -B2 -A12 "error" "$res/build.txt" | head -60; }
+  stamp "build: $(grep -c warning "$res/build.txt") warning lines"
+fi
+for s in "$@"; do
   BUILD_DIR=$b GPU_CHECK_STEPS=sections GPU_CHECK_SECTIONS="$s-*" scripts/gpu-check.sh "$res/section_$s" --skip-build \
     > "$res/section_$s.txt" 2>&1
   stamp "section $s rc $?: $(grep -c '| pass |' "$res/section_$s/summary.md") pass, $(grep -c '| FAIL |' "$res/section_$s/summary.md") FAIL"
