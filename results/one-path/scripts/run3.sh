@@ -22,6 +22,8 @@ for c in "rows8|random:8" "rows64|random:64" "states|none"; do
     --seqlen 4096 --width 4 --dtype bf16 --initial-states --form rows --layout channel-first --direction forward \
     --seq-lens "${c#*|}" --iters 1 --warmup 0 > "$res/ncu_$tag.txt" 2>&1
   rc=$?
-  sed -i '/^==PROF==/d' "$res/ncu_$tag.csv"
+  sed -i '/^==[A-Z]*==/d' "$res/ncu_$tag.csv"
   stamp "$tag rc $rc"
 done
+# (Afterwards, on the CPU machine: python3 scripts/result_tables.py ncu run3/ncu_TAG.csv run3/ncu_TAG.tsv,
+# the median of each kernel's three launches.)
