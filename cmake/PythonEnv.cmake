@@ -58,6 +58,10 @@ function(conv1d_add_python_tests)
   if(CONV1D_PYTHON_PLAIN)
     add_test(NAME docs.in_sync
              COMMAND ${CONV1D_PYTHON_PLAIN} ${PROJECT_SOURCE_DIR}/scripts/docs_sync.py --check)
+    # Chapter 10's goals table from the GPU check's files (scripts/ch10_goals.py), on made-up files
+    # at the limits and on a committed check's.
+    add_test(NAME scripts.ch10_goals
+             COMMAND ${CONV1D_PYTHON_PLAIN} ${PROJECT_SOURCE_DIR}/tests/scripts/test_ch10_goals.py)
   endif()
   if(NOT CONV1D_PYTHON)
     add_test(NAME python.skipped COMMAND sh -c "echo 'Python tests skipped: ${CONV1D_PYTHON_WHY}'; exit 77")

@@ -13,6 +13,8 @@
 #                                        cache; bias and SiLU; fp32; the rows form in 7 chunks; the
 #                                        channel-last forward on chapter 08's tiled kernel
 #                                        (--cl-forward tiled) beside its staged one
+#   ch10_goals.md                        the goals (rows within 5 % of chapters 08/09, varlen forward
+#                                        at 85 % of the copy ceiling), met or not, from bench_10*.tsv
 #   ch10_resources.txt, .tsv             registers, stack and local memory per kernel (cuobjdump)
 #   ch10_ncu.csv, .tsv                   the forward kernels with the states alone (no seq_idx) and
 #                                        chapter 08's on the same x, 8x4096x4096 bf16: duration, DRAM
@@ -43,6 +45,13 @@ if [[ -x $exe10 ]]; then
     --cl-forward tiled
   run10 rows_bf16_tiled "${big10[@]}" --dtype bf16 --form rows --layout channel-last --seq-lens random:8 \
     --direction forward --cl-forward tiled
+
+  # The chapter's goals, met or not, from the benchmarks above (scripts/ch10_goals.py).
+  if python3 "$root/scripts/ch10_goals.py" "$out/results" > "$out/results/ch10_goals.md" 2> "$out/logs/ch10_goals.log"; then
+    row ch10_packed_sequences "the chapter's goals" pass "results/ch10_goals.md: $(head -n1 "$out/results/ch10_goals.md")"
+  else
+    row ch10_packed_sequences "the chapter's goals" FAIL "see logs/ch10_goals.log"
+  fi
 
   resources_table ch10_packed_sequences "$exe10" 'conv_fwd_c[fl]_|conv_bwd_c[fl]I|conv_bwd_cf_stagedI|cf_row_edges' \
     "$out/results/ch10_resources.txt" 'PackedRows|RowSpansBwd|Varlen'
