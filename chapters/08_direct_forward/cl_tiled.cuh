@@ -164,7 +164,8 @@ __global__ void conv_fwd_cl_tiled(DirectArgs<T> a, FastDivmod by_cols, FastDivmo
 // [/docs:ch08_cl_tiled]
 
 // (Chapter 10) the same kernel for packed sequences, held to the occupancy of chapter 08's
-// (kPackedMinBlocks).
+// (kPackedMinBlocks). Its policy stays where the launch put it (`__grid_constant__`): the policy's
+// out-of-line calls take its address, which would otherwise cost every thread a copy on its stack.
 template <class T, int W, int N, int kRows, class Seqs, std::enable_if_t<Seqs::kPacked, int> = 0>
 __global__ void __launch_bounds__(kClTiledThreads, kPackedMinBlocks)
     conv_fwd_cl_tiled(DirectArgs<T> a, FastDivmod by_cols, FastDivmod by_tiles,
