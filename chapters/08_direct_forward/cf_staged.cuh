@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "chapters/08_direct_forward/direct_common.cuh"
 #include "common/async_copy.cuh"
@@ -117,15 +118,25 @@ __global__ void __launch_bounds__(kStagedThreads)
     uint32_t taps_word[kStagedMine];
     if constexpr (Taps::kMap)  // (chapter 10: the map is made by the launch before this one)
       if (i == 0) wait_for_previous_launch();
+    const int64_t tile_b = g.by_dim.div(tl.row);  // the batch row of the tile's first row
+    // A tile of whole short rows finds each vector's row and batch row by division; a piece of
+    // one row (every tile of rows at least half a tile long) has them from the tile, once.
+    auto places = [&](auto whole_rows) {
 #pragma unroll
-    for (int j = 0; j < kStagedMine; ++j) {
-      const int64_t v = threadIdx.x + j * kStagedThreads;
-      const int64_t r = g.rows_per_tile > 1 ? g.by_row_vectors.div(v) : 0;
-      row[j] = tl.row + r;
-      t0[j] = tl.p0 + (v - r * row_vectors) * kPer;
-      taps_word[j] = v < tl.vectors ? taps.word(g.by_dim.div(row[j]), t0[j] / kPer) : 0u;
-    }
-    const Filter<W> tile_filter = load_filter<W>(a, tl.row - g.by_dim.div(tl.row) * a.dim);
+      for (int j = 0; j < kStagedMine; ++j) {
+        const int64_t v = threadIdx.x + j * kStagedThreads;
+        const int64_t r = whole_rows ? g.by_row_vectors.div(v) : 0;
+        row[j] = tl.row + r;
+        t0[j] = tl.p0 + (v - r * row_vectors) * kPer;
+        const int64_t b = whole_rows ? g.by_dim.div(row[j]) : tile_b;
+        taps_word[j] = v < tl.vectors ? taps.word(b, t0[j] / kPer) : 0u;
+      }
+    };
+    if (g.rows_per_tile > 1)
+      places(std::true_type{});
+    else
+      places(std::false_type{});
+    const Filter<W> tile_filter = load_filter<W>(a, tl.row - tile_b * a.dim);
 
     // The tile has landed when this thread's copies of it have, and every other thread's too;
     // the stage the block finished with last is free, and takes the tile kStagedStages-1 ahead.
