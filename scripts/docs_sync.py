@@ -193,7 +193,20 @@ def results_region(args, md=ROOT / "README.md"):
     return KINDS[parts[0]](parts[1], opts)
 
 
+def unparsed(text):
+    """A marker's opening that its pattern does not take (a '>' in its arguments, a missing
+    closing tag) would be left as it is, silently: say so instead."""
+    for opener, pattern in (("<!-- include: ", INCLUDE), ("<!-- results: ", RESULTS), ("<!-- value: ", VALUE)):
+        taken = {m.start() for m in pattern.finditer(text)}
+        for i in (m.start() for m in re.finditer(re.escape(opener), text)):
+            if i not in taken:
+                line = text.count("\n", 0, i) + 1
+                raise DocError(f"line {line}: a marker that cannot be read ({text[i:i + 60].split(chr(10))[0]}...): "
+                               "no '>' in its arguments, and its closing tag on the same line")
+
+
 def render(text, md=ROOT / "README.md"):
+    unparsed(text)
     text = INCLUDE.sub(lambda m: m.group(1) + source_region(m.group("path"), m.group("region")) + m.group(5), text)
     text = RESULTS.sub(lambda m: m.group(1) + results_region(m.group("args"), md) + m.group(4), text)
     return VALUE.sub(lambda m: m.group(1) + value_region(m.group("args")) + m.group(4), text)

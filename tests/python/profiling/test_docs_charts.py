@@ -60,3 +60,15 @@ def test_where_values_with_spaces_and_commas(docs_sync, tmp_path):
     (tmp_path / "s.csv").write_text('"Name","AverageNs"\n"transpose x to [B,L,D]",2000000\n"other",1\n')
     text = "<!-- value: tsv s.csv where=Name:transpose+x+to+[B%2CL%2CD] col=AverageNs scale=1e-6 -->?<!-- /value -->"
     assert "-->2.0<!--" in docs_sync.render(text, tmp_path / "README.md")
+
+
+def test_value_marker_it_cannot_read_is_an_error(docs_sync, tmp_path):
+    """A value marker whose arguments hold a '>' is not taken by the pattern: it must fail, not be
+    left as it was."""
+    table = tmp_path / "results" / "t.tsv"
+    table.parent.mkdir(parents=True)
+    table.write_text("args\tms\nA<B>\t1.5\n")
+    good = "x <!-- value: tsv results/t.tsv where=ms:1.5 col=ms fmt=.2f -->?<!-- /value -->\n"
+    assert docs_sync.render(good) == "x <!-- value: tsv results/t.tsv where=ms:1.5 col=ms fmt=.2f -->1.50<!-- /value -->\n"
+    with pytest.raises(docs_sync.DocError, match="line 2: a marker that cannot be read"):
+        docs_sync.render("intro\nx <!-- value: tsv results/t.tsv where=args:A<B> col=ms -->?<!-- /value -->\n")
