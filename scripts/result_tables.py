@@ -5,7 +5,9 @@
                                                    kernel instance (template arguments split off), each
                                                    metric the median over its launches as a plain
                                                    number (no thousands separators; the unit in the
-                                                   column name)
+                                                   column name); of the launch attributes, the grid,
+                                                   registers, dynamic shared memory and the
+                                                   occupancy limits
   result_tables.py resources CUOBJDUMP.txt OUT.tsv  `REG n STACK n LOCAL n <demangled kernel>` lines (as
                                                    scripts/gpu-check.d/48-chapter-08.sh writes them):
                                                    kernel, template arguments, registers, stack, local
@@ -48,9 +50,12 @@ def ncu(src, dst):
         raise SystemExit(f"{src}: no Nsight Compute raw table (a header row starting with ID, then units)")
     header, units = rows[start], rows[start + 1]
     metric = re.compile(r"^[a-z_]+__[\w.]+$")
-    # The raw page carries every device, link and profiler attribute too: keep the kernel's metrics.
+    # The raw page carries every device, link and profiler attribute too: keep the kernel's metrics,
+    # and of the launch's attributes those that say how many blocks a multiprocessor held and why.
     skip = ("device__", "launch__", "numa__", "nvlink__", "profiler__")
-    cols = [i for i, h in enumerate(header) if metric.match(h) and not h.startswith(skip)]
+    launch = ("launch__grid_size", "launch__registers_per_thread", "launch__shared_mem_per_block_dynamic")
+    cols = [i for i, h in enumerate(header) if metric.match(h) and
+            (not h.startswith(skip) or h in launch or h.startswith("launch__occupancy_limit_"))]
     # It also adds .avg/.max/.min beside each .sum asked for (and .max/.min/.sum beside a .avg.pct):
     # keep the one asked for.
     sums = {header[i].rsplit(".", 1)[0] for i in cols if header[i].endswith(".sum")}
