@@ -202,7 +202,7 @@ def unparsed(text):
             if i not in taken:
                 line = text.count("\n", 0, i) + 1
                 raise DocError(f"line {line}: a marker that cannot be read ({text[i:i + 60].split(chr(10))[0]}...): "
-                               "no '>' in its arguments, and its closing tag on the same line")
+                               "no '>' in its arguments (write < and > as %3C and %3E), and its closing tag on the same line")
 
 
 def render(text, md=ROOT / "README.md"):
