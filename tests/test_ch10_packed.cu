@@ -708,9 +708,12 @@ TEST(Ch10RowsBackward, SpanMapGivesTheSameBits) {
     ASSERT_EQ(make_packed(o, spec, &p), "") << describe(o, lens, init);
     const BwdChoices c = random_choices(rng, o.dtype);
     SCOPED_TRACE(describe(o, lens, init) + " vectors " + std::to_string(c.vectors));
-    const Grads mapped = run_rows_backward(o, p, Layout::channel_first, c);
+    const Grads mapped = run_rows_backward(o, p, Layout::channel_first, c, nullptr, nullptr, 0,
+                                           0, true, /*staged=*/false);
     const Grads scanned = run_rows_backward(o, p, Layout::channel_first, c, nullptr, nullptr, 0,
-                                            0, /*span_map=*/false);
+                                            0, /*span_map=*/false, /*staged=*/false);
+    ASSERT_EQ(mapped.cf_kernel, "conv_bwd_cf");  // (the staged kernel reads no span map)
+    ASSERT_EQ(scanned.cf_kernel, "conv_bwd_cf");
     EXPECT_TRUE(same_bits(mapped.dx, scanned.dx)) << "dx differs with the map";
     EXPECT_TRUE(same_bits(mapped.dstates, scanned.dstates)) << "dinitial_states differ";
     EXPECT_TRUE(same_bits(mapped.dweight, scanned.dweight)) << "dweight differs with the map";
@@ -719,6 +722,34 @@ TEST(Ch10RowsBackward, SpanMapGivesTheSameBits) {
     if (!p.seq_idx.empty()) expect_exact_zero_padding(o, p, mapped.dx);
   }
 }
+
+namespace {
+
+// Chapter 10's channel-first rows on chapter 09's staged kernel (which reports itself as `kernel`)
+// against cf_fused on the same rows: dx and dinitial_states the same bits (the same arithmetic a
+// position), every gradient the same bits whatever the staged kernel's blocks (`blocks`), and both
+// kernels' gradients within tolerance of the reference (dweight and dbias are summed in other
+// units than cf_fused's). The staged kernel's gradients go to `out` when it is given.
+void expect_staged_as_fused(const Options& o, const Packed& p, const BwdChoices& c, int64_t blocks,
+                            const std::string& kernel, Grads* out = nullptr) {
+  const Grads staged = run_rows_backward(o, p, Layout::channel_first, c);
+  const Grads few = run_rows_backward(o, p, Layout::channel_first, c, nullptr, nullptr, 0, 0, true,
+                                      true, blocks);
+  const Grads fused = run_rows_backward(o, p, Layout::channel_first, c, nullptr, nullptr, 0, 0,
+                                        true, /*staged=*/false);
+  ASSERT_EQ(staged.cf_kernel, kernel);  // (else the comparison proves nothing)
+  ASSERT_EQ(fused.cf_kernel, "conv_bwd_cf");
+  EXPECT_TRUE(same_bits(staged.dx, fused.dx)) << "dx differs from cf_fused's";
+  EXPECT_TRUE(same_bits(staged.dstates, fused.dstates)) << "dinitial_states differ from cf_fused's";
+  EXPECT_TRUE(same_bits(staged.dx, few.dx) && same_bits(staged.dstates, few.dstates) &&
+              same_bits(staged.dweight, few.dweight) && same_bits(staged.dbias, few.dbias))
+      << "the staged kernel's results depend on its blocks";
+  expect_gradients(o, p.grad_rows, staged, {o.batch, o.dim, o.seqlen}, "dinitial_states");
+  expect_gradients(o, p.grad_rows, fused, {o.batch, o.dim, o.seqlen}, "dinitial_states");
+  if (out) *out = staged;
+}
+
+}  // namespace
 
 // Rows of one sequence each (no seq_idx) whose length the vector divides take chapter 09's staged
 // kernel, the state before t = 0 and the final states' gradient by row: the same bits in dx and
@@ -742,22 +773,36 @@ TEST(Ch10RowsBackward, RowsWithoutSeqIdxOnTheStagedKernel) {
         const BwdChoices c{2, 16};
         const int64_t blocks = trial % 2 == 0 ? 1 : 3;
         SCOPED_TRACE(describe(o, "none", init) + " blocks " + std::to_string(blocks));
-        const Grads staged = run_rows_backward(o, p, Layout::channel_first, c);
-        const Grads few = run_rows_backward(o, p, Layout::channel_first, c, nullptr, nullptr, 0, 0,
-                                            true, true, blocks);
-        const Grads fused = run_rows_backward(o, p, Layout::channel_first, c, nullptr, nullptr, 0,
-                                              0, true, /*staged=*/false);
-        ASSERT_EQ(staged.cf_kernel, "conv_bwd_cf_staged");  // (else the comparison proves nothing)
-        ASSERT_EQ(fused.cf_kernel, "conv_bwd_cf");
-        EXPECT_TRUE(same_bits(staged.dx, fused.dx)) << "dx differs from cf_fused's";
-        EXPECT_TRUE(same_bits(staged.dstates, fused.dstates))
-            << "dinitial_states differ from cf_fused's";
-        EXPECT_TRUE(same_bits(staged.dx, few.dx) && same_bits(staged.dstates, few.dstates) &&
-                    same_bits(staged.dweight, few.dweight) && same_bits(staged.dbias, few.dbias))
-            << "the staged kernel's results depend on its blocks";
-        expect_gradients(o, p.grad_rows, staged, {o.batch, o.dim, o.seqlen}, "dinitial_states");
-        expect_gradients(o, p.grad_rows, fused, {o.batch, o.dim, o.seqlen}, "dinitial_states");
+        ASSERT_NO_FATAL_FAILURE(expect_staged_as_fused(o, p, c, blocks, "conv_bwd_cf_staged"));
       }
+}
+
+// Rows with seq_idx whose length the vector divides take chapter 09's staged kernel with the
+// forward's tap words: the same bits in dx and dinitial_states as cf_fused with its span map (the
+// same products, skipped or added in the same order), every gradient the same bits whatever the
+// staged kernel's blocks (1 or 3: many tiles a block), all of them within tolerance of the
+// reference, and exactly 0 in dx at padding. Random packings (sequences of length 0 and 1, rows
+// that end in padding; 8 documents a row in every third), states or not, every dtype, widths 2-4,
+// bias and SiLU or not; pieces of a row (4104: a short last piece), whole rows a tile (512
+// positions in 16-bit storage, 256 in fp32) and random lengths.
+TEST(Ch10RowsBackward, RowsWithSeqIdxOnTheStagedKernel) {
+  CONV1D_REQUIRE_GPU_OR_SKIP();
+  Rng rng(2028);
+  for (int trial = 0; trial < 24; ++trial) {
+    auto [o, lens, init] = span_map_case(rng, trial, 200, 32);
+    if (trial % 4 == 1) o.seqlen = o.dtype == Dtype::fp32 ? 256 : 512;
+    if (trial % 4 == 2) o.seqlen = 4104;
+    lens = trial % 3 == 0 ? "random:8" : random_lens_spec(rng, o.seqlen, /*allow_none=*/false);
+    Packed p;
+    ASSERT_EQ(make_packed(o, spec_of(false, lens, init, true), &p), "") << describe(o, lens, init);
+    ASSERT_FALSE(p.seq_idx.empty());
+    const BwdChoices c = random_choices(rng, o.dtype);
+    const int64_t blocks = trial % 2 == 0 ? 1 : 3;
+    SCOPED_TRACE(describe(o, lens, init) + " blocks " + std::to_string(blocks));
+    Grads staged;
+    ASSERT_NO_FATAL_FAILURE(expect_staged_as_fused(o, p, c, blocks, kWordsAndBackward, &staged));
+    expect_exact_zero_padding(o, p, staged.dx);
+  }
 }
 
 // Chunked training: the chunks run last to first, each receiving the next one's initial states'

@@ -1,7 +1,8 @@
 // Chapter 10: a packed backward is chapter 09's kernel with a sequence policy (sequences.cuh): in
-// channel-first rows of a length the vector divides, its staged kernel for the plain form and for
-// rows of one sequence each (RowStatesBwd below), and cf_fused with a span map made before it for
-// rows with seq_idx (span_map.cuh); cf_fused for other channel-first rows, cl_tiled for
+// channel-first rows of a length the vector divides, its staged kernel for the plain form, for
+// rows of one sequence each (RowStatesBwd below) and for rows with seq_idx, with the forward's tap
+// words made before it (RowTapsBwd, span_map.cuh); cf_fused for other channel-first rows (with a
+// span map where the rows' length allows one but the staged kernel is not asked for), cl_tiled for
 // channel-last ones. Then chapter 09's reduce_partials for dweight and dbias, summed in a fixed
 // order. What each form hands to the kernel, and the launches; the chapter and its tests both go
 // through here.
@@ -63,9 +64,9 @@ Backward<T> rows_backward(const ch09::BwdArgs<T>& a, Layout layout, const int32_
 // [C, D, W-1] receives each written row's gradient with respect to the state it started from (rows
 // no sequence names are left as they are).
 template <class T>
-Backward<T> varlen_backward(const ch09::BwdArgs<T>& a, const int32_t* cu_seqlens,
-                            int32_t sequences, const int32_t* state_indices, const T* cache,
-                            bool read_states, const float* dfinal, float* dstates) {
+Backward<T> varlen_backward(const ch09::BwdArgs<T>& a, const int32_t* cu_seqlens, int32_t sequences,
+                            const int32_t* state_indices, const T* cache, bool read_states,
+                            const float* dfinal, float* dstates) {
   Backward<T> b = plain_backward(a, Layout::channel_last);
   b.form = Form::varlen;
   b.varlen.cu_seqlens = cu_seqlens;
@@ -79,18 +80,22 @@ Backward<T> varlen_backward(const ch09::BwdArgs<T>& a, const int32_t* cu_seqlens
   return b;
 }
 
-// The rows form with a span map (span_map.cuh) where it applies: channel-first rows with seq_idx
-// whose length is a (non-zero) multiple of the vector. `workspace`: span_map_bytes(B, L) bytes of device memory,
-// which the backward overwrites (one pass at a time per workspace).
+// The rows form with a map of its sequences (span_map.cuh) where it applies: channel-first rows
+// with seq_idx whose length is a (non-zero) multiple of the vector. The staged kernel reads the
+// forward's tap words (uses_tap_words, below), cf_fused a span map (when it runs instead: `staged`
+// off, or rows off 16-byte boundaries). `workspace`: span_map_bytes(B, L) bytes of device memory,
+// room for either, which the backward overwrites (one pass at a time per workspace).
 template <class T>
 Backward<T> with_span_map(Backward<T> b, void* workspace) {
   b.span_workspace = workspace;
   return b;
 }
 template <class T>
+bool uses_staged(const Backward<T>& b);  // (below)
+template <class T>
 bool uses_span_map(const Backward<T>& b) {
   return b.form == Form::rows && b.rows.seq_idx && b.layout == Layout::channel_first &&
-         b.span_workspace && b.args.seqlen > 0 && b.args.seqlen % kPer16<T> == 0;
+         b.span_workspace && b.args.seqlen > 0 && b.args.seqlen % kPer16<T> == 0 && !uses_staged(b);
 }
 template <class T>
 SpanMap span_map_of(const Backward<T>& b) {
@@ -115,7 +120,8 @@ RowSpansBwd<T> row_spans(const Backward<T>& b) {
 // the states too), so the same bits.
 template <class T>
 struct RowStatesBwd {
-  static constexpr bool kRowStates = true;
+  static constexpr bool kRowStates = true, kTapWords = false, kSiluApart = false;
+  static constexpr int kStages = 2;      // (six blocks a multiprocessor instead of four: see docs)
   const T* initial_states = nullptr;     // [B*D, W-1], or nullptr (zeros)
   const float* dfinal_states = nullptr;  // [B*D, W-1], or nullptr
   float* dinitial_states = nullptr;      // [B*D, W-1] out, or nullptr
@@ -127,31 +133,71 @@ struct RowStatesBwd {
   __device__ __forceinline__ const float* dfinal(int64_t row) const {
     return dfinal_states ? dfinal_states + row * (W - 1) : nullptr;
   }
-  template <int W>
-  __device__ __forceinline__ void dinit(int64_t row, const Filter<W>& f, const float* dz) const {
+  template <int W, class Reaches>
+  __device__ __forceinline__ void dinit(int64_t row, const Filter<W>& f, const float* dz,
+                                        Reaches&& reaches) const {
     if (!dinitial_states) return;
 #pragma unroll
     for (int j = 0; j < W - 1; ++j)
-      dinitial_states[row * (W - 1) + j] =
-          state_gradient<W>(f, dz, j, 0.0f, [](int) { return true; });
+      dinitial_states[row * (W - 1) + j] = state_gradient<W>(f, dz, j, 0.0f, reaches);
   }
 };
+
+// [docs:ch10_row_taps_bwd]
+// Rows with seq_idx on chapter 09's staged kernel: the same states, and the forward's tap words
+// (make_tap_words, in the span map's workspace), a word a vector. From the words the kernel has
+// every answer the flags gave cf_fused: which taps of an output count (the state's too), padding
+// (no tap counts), whether an input is one of the final states (tap q+1 of the row's last output),
+// and whether an output sees the initial states (it sees x[0]). So dx and dinitial_states are
+// cf_fused's bits: the same products, skipped or added in the same order.
+template <class T>
+struct RowTapsBwd : RowStatesBwd<T> {
+  static constexpr bool kTapWords = true, kSiluApart = true;
+  const uint32_t* words = nullptr;  // [B, V]
+  int64_t vectors_per_row = 0;
+  __device__ __forceinline__ uint32_t word(int64_t b, int64_t v) const {
+    return words[b * vectors_per_row + v];
+  }
+};
+// [/docs:ch10_row_taps_bwd]
 template <class T>
 RowStatesBwd<T> row_states(const Backward<T>& b) {
-  return {b.rows.initial_states, b.rows.dfinal_states, b.rows.dinitial_states};
+  RowStatesBwd<T> r;
+  r.initial_states = b.rows.initial_states;
+  r.dfinal_states = b.rows.dfinal_states;
+  r.dinitial_states = b.rows.dinitial_states;
+  return r;
 }
 
 // The channel-first convolution a backward runs: chapter 09's staged kernel where it takes the rows
-// (a length the vector divides, on 16-byte boundaries) in the plain form and in rows without
-// seq_idx; else cf_fused.
+// (a length the vector divides, on 16-byte boundaries) in the plain form and in the rows form
+// (with seq_idx only where there is a workspace for the words); else cf_fused.
 template <class T>
 bool uses_staged(const Backward<T>& b) {
   return b.staged && b.layout == Layout::channel_first && ch09::bwd_staged_takes(b.args) &&
-         (b.form == Form::plain || (b.form == Form::rows && !b.rows.seq_idx));
+         b.args.seqlen > 0 &&
+         (b.form == Form::plain || (b.form == Form::rows && (!b.rows.seq_idx || b.span_workspace)));
 }
 template <class T>
+bool uses_tap_words(const Backward<T>& b) {
+  return uses_staged(b) && b.form == Form::rows && b.rows.seq_idx;
+}
+template <class T>
+RowTapsBwd<T> row_taps(const Backward<T>& b) {
+  RowTapsBwd<T> r;
+  static_cast<RowStatesBwd<T>&>(r) = row_states(b);
+  r.words = static_cast<const uint32_t*>(b.span_workspace);
+  r.vectors_per_row = b.args.seqlen / kPer16<T>;
+  return r;
+}
+// The words' kernel and the convolution, which starts while it finishes, are one record (as in
+// the forward: an event between them would hold the convolution back).
+constexpr const char* kWordsAndBackward = "make_tap_words + conv_bwd_cf_staged";
+template <class T>
 const char* cf_kernel_name(const Backward<T>& b) {
-  return uses_staged(b) ? "conv_bwd_cf_staged" : "conv_bwd_cf";
+  return uses_tap_words(b) ? kWordsAndBackward
+         : uses_staged(b)  ? "conv_bwd_cf_staged"
+                           : "conv_bwd_cf";
 }
 
 // Chapter 09's launch choices for this shape: vectors per lane (channel-first) or time steps per
@@ -180,8 +226,8 @@ ch09::PartialLayout backward_partials(const Backward<T>& b, int width, const Bwd
                                  width);
   if (b.layout == Layout::channel_first) {
     const int lanes = b.form == Form::plain ? kWarpLanes : ch09::packed_cf_row_lanes<T>(a.silu);
-    return ch09::cf_bwd_partials(
-        a.batch, a.dim, ch09::cf_bwd_chunks(a.seqlen, kPer16<T>, c.vectors, lanes), width);
+    return ch09::cf_bwd_partials(a.batch, a.dim,
+                                 ch09::cf_bwd_chunks(a.seqlen, kPer16<T>, c.vectors, lanes), width);
   }
   return ch09::cl_bwd_partials(a.batch, a.dim, ch09::cl_bwd_units(a.seqlen, c.rows), width);
 }
@@ -205,8 +251,7 @@ template <class T>
 void run_span_map(const Backward<T>& b, int width, cudaStream_t s);
 extern template void run_span_map<float>(const Backward<float>&, int, cudaStream_t);
 extern template void run_span_map<__half>(const Backward<__half>&, int, cudaStream_t);
-extern template void run_span_map<__nv_bfloat16>(const Backward<__nv_bfloat16>&, int,
-                                                 cudaStream_t);
+extern template void run_span_map<__nv_bfloat16>(const Backward<__nv_bfloat16>&, int, cudaStream_t);
 void run_reduce(const float* partials, const ch09::PartialLayout& l, int64_t dim, int width,
                 float* dweight, float* dbias, cudaStream_t s);
 
@@ -216,8 +261,10 @@ void launch_backward(const Backward<T>& b, int width, const BwdChoices& c, Recor
                      cudaStream_t s = 0, KernelFacts* facts = nullptr) {
   if (facts) return run_backward(b, width, c, s, facts);
   if (uses_span_map(b)) record("make_span_map", [&] { run_span_map(b, width, s); });
-  record(b.layout == Layout::channel_last ? "conv_bwd_cl" : cf_kernel_name(b),
-         [&] { run_backward(b, width, c, s, nullptr); });
+  record(b.layout == Layout::channel_last ? "conv_bwd_cl" : cf_kernel_name(b), [&] {
+    if (uses_tap_words(b)) run_span_map(b, width, s);  // (the words: kWordsAndBackward)
+    run_backward(b, width, c, s, nullptr);
+  });
   if (b.args.atomic) return;
   record("reduce_partials", [&] {
     run_reduce(b.args.partials, backward_partials(b, width, c), b.args.dim, width, b.args.dweight,

@@ -14,6 +14,8 @@ void run_backward(const Backward<T>& b, int width, const BwdChoices& c, cudaStre
   if (uses_staged(b)) {
     if (b.form == Form::plain)
       ch09::launch_cf_bwd_staged(b.args, width, s, facts, b.cf_blocks);
+    else if (uses_tap_words(b))
+      ch09::launch_cf_bwd_staged(b.args, width, s, facts, b.cf_blocks, row_taps(b));
     else
       ch09::launch_cf_bwd_staged(b.args, width, s, facts, b.cf_blocks, row_states(b));
     return;
@@ -41,8 +43,15 @@ void run_backward(const Backward<T>& b, int width, const BwdChoices& c, cudaStre
 
 template <class T>
 void run_span_map(const Backward<T>& b, int width, cudaStream_t s) {
-  if (const SpanMap m = span_map_of(b); m.spans)
+  if (uses_tap_words(b)) {
+    TapWords<T> t;
+    t.words = static_cast<const uint32_t*>(b.span_workspace);
+    t.vectors_per_row = b.args.seqlen / kPer16<T>;
+    t.rows = b.rows;
+    launch_make_tap_words(b.args.batch, width, t, s);
+  } else if (const SpanMap m = span_map_of(b); m.spans) {
     launch_make_span_map(b.args.batch, width, b.rows, m, s);
+  }
 }
 
 }  // namespace conv1d::ch10

@@ -17,10 +17,10 @@
 // takes the rows' first vectors and final states too; elsewhere chapter 08's chunked kernel and a
 // second, small launch for each row's first outputs and final states (cf_row_edges.cuh). A packed backward is the kernel and chapter 09's fixed-order sum
 // of the weight gradients, with the states' gradients (dinitial_states, and dfinal_states coming
-// back in) handled by the same launch. In channel-first rows of a length the vector divides, rows
-// without seq_idx (one sequence a row, states or not) take chapter 09's staged kernel, as the plain
-// backward does; rows with seq_idx take cf_fused with a span map made before it, which gives it
-// every vector's flags, the edges' too.
+// back in) handled by the same launch. In channel-first rows of a length the vector divides, the
+// backward takes chapter 09's staged kernel, as the plain backward does: rows without seq_idx (one
+// sequence a row, states or not) by their states alone, rows with seq_idx with the forward's words
+// of taps made before it (--span-map off: cf_fused, which reads the ids itself).
 // Chapter 08's and 09's kernels on the same x without packing (*_plain) measure what it costs. As in
 // chapters 08 and 09 the tensors stay on the device and a timed run is the kernels alone.
 #include <algorithm>
@@ -111,11 +111,13 @@ class PackedChapter : public Chapter {
                  "passes their gradients back), and check it against the one-pass run bit for bit "
                  "(needs --seq-lens none; default 1)"),
         choice_flag("--span-map", &flags_.span_map, {"on", "off"},
-                    "channel-first rows whose length is a multiple of the vector: decide each "
-                    "vector's span and flags once per batch row, before the convolution (on: "
-                    "default; the forward, and the backward of rows with seq_idx), or in the "
-                    "convolution, by every channel (off). (The backward of rows without seq_idx "
-                    "takes chapter 09's staged kernel, which needs no map, either way.)"),
+                    "channel-first rows whose length is a multiple of the vector: decide which "
+                    "taps of each vector's outputs count once per batch row, before the "
+                    "convolution (on: default; the forward and the backward of rows with seq_idx "
+                    "then take chapters 08's and 09's staged kernels), or in the convolution, by "
+                    "every channel (off: chapter 08's chunked kernel and chapter 09's cf_fused). "
+                    "(The backward of rows without seq_idx takes chapter 09's staged kernel, "
+                    "which needs no map, either way.)"),
         choice_flag("--cl-forward", &flags_.cl_forward, {"staged", "tiled"},
                     "the channel-last forward's kernel (both forms, and the plain baseline): "
                     "chapter 08's staged kernel (default; 16-bit types, D a multiple of 8; fp32 "

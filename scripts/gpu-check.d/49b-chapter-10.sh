@@ -73,7 +73,8 @@ if [[ -x $exe10 ]]; then
   # across rows) with states; a varlen batch with empty sequences and sequences shorter than the
   # states; chunks shorter than the states; the span map's rows (L a multiple of the vector) with
   # short sequences and padding vectors; rows without seq_idx, whole rows a tile of chapter 09's
-  # staged kernel; channel-last rows on chapter 08's staged kernel, a sequence across its tiles;
+  # staged kernel, and rows with seq_idx there (the words); channel-last rows on chapter 08's
+  # staged kernel, a sequence across its tiles;
   # a varlen batch of many short sequences on it, several in a batch of 8 rows.
   sanitize_shapes ch10_packed_sequences "$exe10" \
     "--batch 3 --dim 37 --seqlen 5 --width 3 --bias --silu --dtype fp32 --initial-states --seq-lens random:4" \
@@ -81,6 +82,7 @@ if [[ -x $exe10 ]]; then
     "--batch 2 --dim 16 --seqlen 40 --width 4 --dtype fp16 --initial-states --seq-lens none --chunks 7" \
     "--batch 2 --dim 24 --seqlen 64 --width 2 --dtype bf16 --initial-states --form rows --layout channel-first --seq-lens 1,0,2,9,5" \
     "--batch 3 --dim 11 --seqlen 512 --width 4 --dtype bf16 --bias --initial-states --form rows --layout channel-first --seq-lens none" \
+    "--batch 3 --dim 11 --seqlen 512 --width 3 --dtype bf16 --initial-states --form rows --layout channel-first --seq-lens random:8" \
     "--batch 2 --dim 16 --seqlen 150 --width 4 --dtype bf16 --silu --initial-states --form rows --layout channel-last --direction forward --seq-lens 1,0,70,3,50" \
     "--batch 1 --dim 64 --seqlen 700 --width 3 --dtype fp16 --initial-states --form varlen --direction forward --seq-lens random:60"
 else
