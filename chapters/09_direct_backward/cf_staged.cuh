@@ -247,16 +247,16 @@ __global__ void __launch_bounds__(kStagedThreads)
 #pragma unroll
           for (int q = 0; q < W - 1; ++q) xw[q] = state[j][q];
       auto arithmetic = [&](auto masked) {
-        auto taps_here = [&](int jj, int e) -> unsigned {
-          if constexpr (decltype(masked)::value) return taps(jj, e);
+        auto taps_here = [&](int e) -> unsigned {  // (without the words: every tap)
+          if constexpr (decltype(masked)::value) return taps(j, e);
           return kAllTaps<W>;
         };
         // dz at the vector's positions and the W-1 after them (0 past L: dout is 0 there).
         float dz[kPer + (W - 1)];
 #pragma unroll
         for (int e = 0; e < kPer + (W - 1); ++e) {
-          const float d = dz_masked<W>(fv, &xw[e], taps_here(j, e), gw[e], silu_in<kSilu>(a));
-          dz[e] = taps_here(j, e) ? d : 0.0f;  // (padding: no tap counts)
+          const float d = dz_masked<W>(fv, &xw[e], taps_here(e), gw[e], silu_in<kSilu>(a));
+          dz[e] = taps_here(e) ? d : 0.0f;  // (padding: no tap counts)
         }
         // dx, and the vector's terms of the sums (x before t = 0 is 0 in xw, or the row's state).
         // (Chapter 10: a position whose input is one of the final states receives that state's
@@ -269,17 +269,17 @@ __global__ void __launch_bounds__(kStagedThreads)
             if (e >= kPer - (W - 1)) acc = dfinal[j][e - (kPer - (W - 1))];
 #pragma unroll
           for (int k = 0; k < W; ++k)  // (dz[t] reaches dx here through tap k of output t)
-            if (taps_here(j, e + (W - 1) - k) >> k & 1u) acc += fv.w[k] * dz[e + (W - 1) - k];
+            if (taps_here(e + (W - 1) - k) >> k & 1u) acc += fv.w[k] * dz[e + (W - 1) - k];
           y[e] = acc;
 #pragma unroll
           for (int k = 0; k < W; ++k)
-            if (taps_here(j, e) >> k & 1u) sums[whole_rows ? j : 0].v[k] += dz[e] * xw[e + k];
+            if (taps_here(e) >> k & 1u) sums[whole_rows ? j : 0].v[k] += dz[e] * xw[e + k];
           sums[whole_rows ? j : 0].v[W] += dz[e];
         }
         if constexpr (States::kRowStates)  // (output t sees the states when it sees x[0])
           if (t0[j] == 0)
             states.template dinit<W>(
-                row[j], fv, dz, [&](int t) { return (taps_here(j, t) >> (W - 1 - t) & 1u) != 0; });
+                row[j], fv, dz, [&](int t) { return (taps_here(t) >> (W - 1 - t) & 1u) != 0; });
         store16_unordered(a.dx + row[j] * a.seqlen + t0[j], ch08::from_floats<T, kPer>(y));
       };
       if constexpr (!States::kTapWords)
