@@ -121,7 +121,7 @@ RowSpansBwd<T> row_spans(const Backward<T>& b) {
 template <class T>
 struct RowStatesBwd {
   static constexpr bool kRowStates = true, kTapWords = false, kSiluApart = false;
-  static constexpr int kStages = 2;      // (six blocks a multiprocessor instead of four: see docs)
+  static constexpr int kStages = 2;      // (five blocks a multiprocessor instead of four: see docs)
   const T* initial_states = nullptr;     // [B*D, W-1], or nullptr (zeros)
   const float* dfinal_states = nullptr;  // [B*D, W-1], or nullptr
   float* dinitial_states = nullptr;      // [B*D, W-1] out, or nullptr

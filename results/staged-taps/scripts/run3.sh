@@ -5,7 +5,8 @@
 #   pf    prefetch.patch: each tile's rows' states and final states' gradients asked into the L2
 #         when the tile's copies are asked for (the states alone, no words, took 1.11 x the plain
 #         kernel's time in run1: the suspect is the wait on those loads after the barrier)
-#   s2    stages2.patch: two stages instead of three, so that six blocks fit a multiprocessor
+#   s2    stages2.patch: two stages instead of three, so that more blocks fit a multiprocessor
+#         (five: Nsight Compute in ../taps-check/run2)
 #         instead of four (more warps to hide the masked arithmetic's latencies)
 #   pfs2  both
 # Chapter 10's channel-first rows backward at 8 x 4096 x 4096 bf16: 8 documents a row, the states
