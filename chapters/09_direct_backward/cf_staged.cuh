@@ -60,12 +60,12 @@ struct BwdStagedTiles {
 // for rows of several sequences (seq_idx): word(b, v), which taps of each output of vector v of
 // batch row b count, the word chapter 08's staged forward reads (bit e*W + k: tap k of the
 // vector's output e, the state's taps included). A tap that does not count adds nothing to dz, to
-// dx or to the sums, and an output none of whose taps count (padding) has dz 0. A policy also says
-// how many stages a block keeps (kStages) and whether the kernel without SiLU is compiled apart
-// (kSiluApart: then that one has no SiLU code, and a warp vote; otherwise, and with SiLU, SiLU or
-// not is asked at each position).
+// dx or to the sums, and an output none of whose taps count (padding) has dz 0; for such rows the
+// kernel without SiLU is compiled apart (no SiLU code in it, and a warp vote), and with SiLU it
+// asks at each position, as this chapter's kernel does. A policy also says how many stages a
+// block keeps (kStages).
 struct NoRowStates {
-  static constexpr bool kRowStates = false, kTapWords = false, kSiluApart = false;
+  static constexpr bool kRowStates = false, kTapWords = false;
   static constexpr int kStages = kBwdStagedStages;
 };
 template <class States>
@@ -380,7 +380,7 @@ void launch_cf_bwd_staged(const BwdArgs<T>& a, int width, cudaStream_t s = 0,
     };
     using Runtime = std::integral_constant<Silu, Silu::runtime>;
     using Off = std::integral_constant<Silu, Silu::off>;
-    auto kernel = States::kSiluApart && !a.silu ? pick(Off{}) : pick(Runtime{});
+    auto kernel = States::kTapWords && !a.silu ? pick(Off{}) : pick(Runtime{});
     constexpr size_t smem = bwd_staged_smem_bytes<States>();
     int64_t blocks = resident_blocks(reinterpret_cast<const void*>(kernel), kStagedThreads, smem);
     if (max_blocks > 0) blocks = std::min(blocks, max_blocks);

@@ -120,7 +120,7 @@ RowSpansBwd<T> row_spans(const Backward<T>& b) {
 // the states too), so the same bits.
 template <class T>
 struct RowStatesBwd {
-  static constexpr bool kRowStates = true, kTapWords = false, kSiluApart = false;
+  static constexpr bool kRowStates = true, kTapWords = false;
   static constexpr int kStages = 2;      // (five blocks a multiprocessor instead of four: see docs)
   const T* initial_states = nullptr;     // [B*D, W-1], or nullptr (zeros)
   const float* dfinal_states = nullptr;  // [B*D, W-1], or nullptr
@@ -152,7 +152,7 @@ struct RowStatesBwd {
 // cf_fused's bits: the same products, skipped or added in the same order.
 template <class T>
 struct RowTapsBwd : RowStatesBwd<T> {
-  static constexpr bool kTapWords = true, kSiluApart = true;
+  static constexpr bool kTapWords = true;
   const uint32_t* words = nullptr;  // [B, V]
   int64_t vectors_per_row = 0;
   __device__ __forceinline__ uint32_t word(int64_t b, int64_t v) const {
