@@ -75,7 +75,8 @@ if [[ -x $exe10 ]]; then
   # short sequences and padding vectors; rows without seq_idx, whole rows a tile of chapter 09's
   # staged kernel, and rows with seq_idx there (the words); channel-last rows on chapter 08's
   # staged kernel, a sequence across its tiles;
-  # a varlen batch of many short sequences on it, several in a batch of 8 rows.
+  # a varlen batch of many short sequences on it, several in a batch of 8 rows; channel-last rows
+  # backward with several sequences a tile (its walk with flags, plain and flagged steps).
   sanitize_shapes ch10_packed_sequences "$exe10" \
     "--batch 3 --dim 37 --seqlen 5 --width 3 --bias --silu --dtype fp32 --initial-states --seq-lens random:4" \
     "--batch 1 --dim 40 --seqlen 90 --width 4 --dtype bf16 --initial-states --form varlen --seq-lens 1,0,2,3,0,84" \
@@ -84,7 +85,8 @@ if [[ -x $exe10 ]]; then
     "--batch 3 --dim 11 --seqlen 512 --width 4 --dtype bf16 --bias --initial-states --form rows --layout channel-first --seq-lens none" \
     "--batch 3 --dim 11 --seqlen 512 --width 3 --dtype bf16 --initial-states --form rows --layout channel-first --seq-lens random:8" \
     "--batch 2 --dim 16 --seqlen 150 --width 4 --dtype bf16 --silu --initial-states --form rows --layout channel-last --direction forward --seq-lens 1,0,70,3,50" \
-    "--batch 1 --dim 64 --seqlen 700 --width 3 --dtype fp16 --initial-states --form varlen --direction forward --seq-lens random:60"
+    "--batch 1 --dim 64 --seqlen 700 --width 3 --dtype fp16 --initial-states --form varlen --direction forward --seq-lens random:60" \
+    "--batch 2 --dim 32 --seqlen 300 --width 4 --dtype bf16 --bias --silu --initial-states --form rows --layout channel-last --direction backward --seq-lens random:12"
 else
   row ch10_packed_sequences bench FAIL "$exe10 not built"
 fi
