@@ -76,7 +76,7 @@ if [[ -x $exe10 ]]; then
   # staged kernel, and rows with seq_idx there (the words); channel-last rows on chapter 08's
   # staged kernel, a sequence across its tiles;
   # a varlen batch of many short sequences on it, several in a batch of 8 rows; channel-last rows
-  # backward with several sequences a tile (its walk with flags, plain and flagged steps).
+  # backward with several sequences a tile (its walk with flags, a batch reading past the tile).
   sanitize_shapes ch10_packed_sequences "$exe10" \
     "--batch 3 --dim 37 --seqlen 5 --width 3 --bias --silu --dtype fp32 --initial-states --seq-lens random:4" \
     "--batch 1 --dim 40 --seqlen 90 --width 4 --dtype bf16 --initial-states --form varlen --seq-lens 1,0,2,3,0,84" \
