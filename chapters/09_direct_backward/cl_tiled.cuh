@@ -27,6 +27,12 @@ constexpr int kClLanesAcross = 8;                          // lanes along D in a
 constexpr int kClLanesDown = kWarpLanes / kClLanesAcross;  // tiles along L in a warp
 constexpr int kTileBatch = 8;                              // rows loaded together
 constexpr int kClBwdThreads = 128;                         // a block: 4 warps
+// (Chapter 10) the walk with flags loads 4 rows of x and of dout a batch, not 8: its launch then
+// fits 128 registers a thread and takes 4 blocks a multiprocessor instead of 3 (167 registers).
+// Its warps wait on their own arithmetic and loads more than on memory; a third more of them at
+// once took its launch from 208 to 177 us (results/cl-bwd-occupancy).
+constexpr int kFlagsBatch = 4;
+constexpr int kClMixedMinBlocks = 4;
 
 template <class T, int N>
 __device__ __forceinline__ void to_floats(const Vec<T, N>& v, float (&out)[N]) {
@@ -70,11 +76,12 @@ __device__ __forceinline__ void cl_bwd_walk(const BwdArgs<T>& a, const Seqs& seq
   // flags (kFull false, chapter 10) a batch at a time: it runs for few tiles, and unrolled it would
   // be thousands of instructions more, which evict the plain walk's from the instruction cache.
   constexpr int kUnroll = kFull ? kSteps : 1;
+  constexpr int kBatch = kFull ? kTileBatch : kFlagsBatch;
 #pragma unroll kUnroll
-  for (int s0 = 0; s0 < kSteps; s0 += kTileBatch) {
-    Vec<T, N> xs[kTileBatch], gs[kTileBatch];
+  for (int s0 = 0; s0 < kSteps; s0 += kBatch) {
+    Vec<T, N> xs[kBatch], gs[kBatch];
 #pragma unroll
-    for (int r = 0; r < kTileBatch; ++r) {
+    for (int r = 0; r < kBatch; ++r) {
       if constexpr (kFull) {
         xs[r] = s0 + r < kSteps ? row_at(x, t0 + s0 + r) : zero_vec<T, N>();
         gs[r] = s0 + r < kSteps ? row_at(g, t0 + s0 + r) : zero_vec<T, N>();
@@ -84,7 +91,7 @@ __device__ __forceinline__ void cl_bwd_walk(const BwdArgs<T>& a, const Seqs& seq
       }
     }
 #pragma unroll
-    for (int r = 0; r < kTileBatch; ++r) {
+    for (int r = 0; r < kBatch; ++r) {
       const int step = s0 + r;
       if (step < kSteps) {  // (a guard, not a break: the loops unroll fully, arrays stay in registers)
         const int64_t t = t0 + step;
@@ -241,10 +248,12 @@ __global__ void conv_bwd_cl(BwdArgs<T> a, FastDivmod by_col_blocks, FastDivmod b
 // [/docs:ch09_cl_tiled]
 
 // (Chapter 10) the same kernel for packed sequences, held to the occupancy of chapter 09's
-// (ch08::kPackedMinBlocks): every warp (kPass all), or one of the two launches (full, mixed).
+// (ch08::kPackedMinBlocks): every warp (kPass all), or one of the two launches (full, mixed); the
+// launch of the walks with flags to a block more (kClMixedMinBlocks, above).
 template <class T, int W, int N, int kRows, class Seqs, ClPass kPass = ClPass::all,
           std::enable_if_t<Seqs::kPacked, int> = 0>
-__global__ void __launch_bounds__(kClBwdThreads, ch08::kPackedMinBlocks)
+__global__ void __launch_bounds__(kClBwdThreads, kPass == ClPass::mixed ? kClMixedMinBlocks
+                                                                        : ch08::kPackedMinBlocks)
     conv_bwd_cl(BwdArgs<T> a, FastDivmod by_col_blocks, FastDivmod by_units, Seqs seqs) {
   cl_bwd<T, W, N, kRows, kPass>(a, by_col_blocks, by_units, seqs);
 }
