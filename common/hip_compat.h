@@ -73,6 +73,8 @@ __host__ __device__ inline hip_bfloat16 __float2bfloat16_rn(float v) {
 #define cudaStreamWaitEvent hipStreamWaitEvent
 #define cudaEventCreateWithFlags hipEventCreateWithFlags
 #define cudaEventDisableTiming hipEventDisableTiming
+#define cudaDeviceGetStreamPriorityRange hipDeviceGetStreamPriorityRange
+#define cudaStreamCreateWithPriority hipStreamCreateWithPriority
 #define cudaStreamBeginCapture hipStreamBeginCapture
 #define cudaStreamEndCapture hipStreamEndCapture
 #define cudaStreamCaptureModeThreadLocal hipStreamCaptureModeThreadLocal

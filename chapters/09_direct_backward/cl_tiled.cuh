@@ -337,11 +337,18 @@ void launch_cl_bwd(const BwdArgs<T>& a, int width, int rows, int max_access_byte
       if (!kernel)
         throw std::invalid_argument("conv_bwd_cl: not compiled for " + std::to_string(rows) +
                                     " rows of " + std::to_string(N) + " channels with these sequences");
+      // The warps with flags run beside the full ones, on a stream of their own: they are few and
+      // slow, and alone at the end they would leave most of the GPU idle. The two launches share
+      // no output (each warp writes its own rows of dx and unit of the sums).
+      const SideStream* side = mixed_kernel && !facts ? &side_stream() : nullptr;
+      if (side) {
+        side->fork(s);
+        launch_or_describe("conv_bwd_cl", mixed_kernel, blocks, kClBwdThreads, side->stream,
+                           nullptr, a, by_col_blocks, by_units, seqs);
+      }
       launch_or_describe("conv_bwd_cl", kernel, blocks, kClBwdThreads, s, facts, a, by_col_blocks,
                          by_units, seqs);
-      if (mixed_kernel && !facts)  // (the warps the first launch left)
-        launch_or_describe("conv_bwd_cl", mixed_kernel, blocks, kClBwdThreads, s, nullptr, a,
-                           by_col_blocks, by_units, seqs);
+      if (side) side->join(s);
       // [/docs:ch09_cl_passes]
     });
   };
