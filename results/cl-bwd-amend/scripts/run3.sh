@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The amend's rows loaded 4 at a time (one wait on memory for 4 steps instead of 4) and its states
+# and final states' gradients found once a step for all of a lane's channels (the tree as it is):
+# built with the tests of chapters 09 and 10 (run later, with the GPU check's chapter-10 section,
+# if these figures beat the twenty-fifth version's); the channel-last backward at 8 x 4096 x 4096
+# W 4 (rows with 8 documents, the states alone, bias and SiLU, fp32, varlen).
+set -uo pipefail
+root=$(pwd); out=${OUT:?set OUT}
+res=$(mktemp -d); start=$SECONDS; stamp() { echo "[$((SECONDS - start)) s] $*"; }
+trap 'exit 143' TERM
+trap 'sed -i "s#$root/##g; s#/tmp/probe-[a-z0-9]*/##g" "$res"/*.txt 2>/dev/null; tar czf "$out/run.tgz" -C "$res" .' EXIT
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$res/gpu.txt"; cat "$res/gpu.txt"
+declare -A src=([cur]=$root)
+build() {
+  local s=${src[$1]}
+  cmake -S "$s" -B "$s/build/gpu-check" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=native \
+    > "$res/configure_$1.txt" 2>&1 && cmake --build "$s/build/gpu-check" -j "$2" --target "${@:3}" > "$res/build_$1.txt" 2>&1
+}
+build cur 16 ch10_packed_sequences conv1d_tests_ch09 conv1d_tests_ch10
+stamp "builds done: $(for t in cur; do printf '%s %s error lines, %s warning lines; ' $t "$(grep -c 'error' "$res/build_$t.txt")" "$(grep -c 'warning' "$res/build_$t.txt")"; done)"
+exe() { echo "${src[$1]}/build/gpu-check/chapters/10_packed_sequences/ch10_packed_sequences"; }
+big=(--batch 8 --dim 4096 --seqlen 4096 --width 4 --iters 20 --warmup 3 --initial-states --layout channel-last
+     --direction backward)
+bench() {  # bench TAG DTYPE "ARGS" TREES...
+  local tag=$1 dt=$2 args; read -r -a args <<< "$3"
+  for t in "${@:4}"; do
+    timeout 120 "$(exe $t)" "${big[@]}" --dtype "$dt" "${args[@]}" --summary "$res/bench_${tag}_$t.tsv" \
+      > "$res/ch10_${tag}_$t.txt" 2>&1
+    stamp "$tag $t rc $?: $(awk '/^summary \(/ {s = 1; next} s && $2 ~ /^[0-9.]+$/ {printf "%s %s ms; ", $1, $4}' "$res/ch10_${tag}_$t.txt")"
+  done
+}
+bench rows8 bf16 "--form rows --seq-lens random:8" cur cur
+bench states bf16 "--form rows --seq-lens none" cur
+bench silu8 bf16 "--form rows --seq-lens random:8 --bias --silu" cur
+bench fp32rows8 fp32 "--form rows --seq-lens random:8" cur
+bench varlen bf16 "--form varlen --seq-lens random:64" cur
