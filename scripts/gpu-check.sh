@@ -6,7 +6,7 @@
 # GPU_CHECK_STEPS (default "ctest chapters sections"), GPU_CHECK_CHAPTERS (a glob over the chapter
 # executables' names for the chapters step, default "*", e.g. "ch0[1-5]_*") and GPU_CHECK_SECTIONS
 # (a glob over scripts/gpu-check.d/*.sh, default "*") select parts, to split a long check over
-# several calls.
+# several calls. GPU_CHECK_ARCHIVE (below) packs OUTDIR into one file at the end.
 #
 # Configures for the GPU in this machine, builds with every core, runs all tests (GPU tests must run:
 # CONV1D_REQUIRE_GPU=1 turns "no GPU, skipped" into a failure), runs every chapter at its default
@@ -21,6 +21,13 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$root/build/gpu-check}
 mkdir -p "$out/logs" "$out/results"
 out=$(cd "$out" && pwd)
+# GPU_CHECK_ARCHIVE=FILE.tgz packs OUTDIR into one archive when the check ends, however it ends: for
+# a machine that sends back only a few of the files a run writes.
+if [[ -n ${GPU_CHECK_ARCHIVE:-} ]]; then
+  archive=$(realpath -m "$GPU_CHECK_ARCHIVE")
+  trap 'tar czf "$archive" -C "$out" .' EXIT
+  trap 'exit 143' TERM  # (a time limit's signal: the archive all the same)
+fi
 summary=$out/summary.md
 : > "$summary"
 failures=0
