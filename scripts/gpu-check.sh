@@ -21,8 +21,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$root/build/gpu-check}
 mkdir -p "$out/logs" "$out/results"
 out=$(cd "$out" && pwd)
-# GPU_CHECK_ARCHIVE=FILE.tgz packs OUTDIR into one archive when the check ends, however it ends: for
-# a machine that sends back only a few of the files a run writes.
+# GPU_CHECK_ARCHIVE=FILE.tgz (outside OUTDIR) packs OUTDIR into one archive when the check ends,
+# however it ends: for a machine that sends back only a few of the files a run writes.
 if [[ -n ${GPU_CHECK_ARCHIVE:-} ]]; then
   archive=$(realpath -m "$GPU_CHECK_ARCHIVE")
   trap 'tar czf "$archive" -C "$out" .' EXIT
