@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# run6: run5's tree (../units.patch) and ../run6.patch: the walk exactly chapter 09's (padding left to the amend) and the amend's four
-# spans read together. Builds chapter 10 and its tests, runs the tests, the channel-last backward at 8 x 4096 x 4096 W 4
+# run6: run5's tree (../units.patch) and ../run6.patch: the walk exactly chapter 09's (padding
+# left to the amend) and the amend's four spans read together. Builds chapter 10 and its tests,
+# runs the tests, the channel-last backward at 8 x 4096 x 4096 W 4
 # (rows with 8 documents, the states alone, bias and SiLU, fp32, varlen), Nsight Compute on the
 # walk and the amend (8 documents a row), and, if the rows beat 1.25 x chapter 09's time, the GPU
 # check's chapter-10 section on the remaining time.
