@@ -1,4 +1,4 @@
-// Asynchronous 16-byte copies from global to shared memory. On sm_80 and later `cp.async` moves the
+// Asynchronous copies (16 or 8 bytes) from global to shared memory. On sm_80 and later `cp.async` moves the
 // bytes without a register holding them, so a thread can have many copies in flight at little
 // register cost, and a block can load its next tile while it computes on this one. Elsewhere (older
 // NVIDIA GPUs, AMD) the same calls are a plain load and store, and the waits do nothing.
@@ -27,6 +27,20 @@ __device__ inline void copy16_async(void* smem, const void* gmem, int src_bytes)
   Bytes16 v{};
   if (src_bytes == 16) v = *reinterpret_cast<const Bytes16*>(gmem);
   *reinterpret_cast<Bytes16*>(smem) = v;
+#endif
+}
+
+// The same for 8 bytes (both 8-byte aligned; `src_bytes` 0 or 8). cp.async takes 8-byte copies
+// only through the L1 (`.ca`); 16-byte ones may bypass it (`.cg`, above).
+__device__ inline void copy8_async(void* smem, const void* gmem, int src_bytes) {
+#if defined(CONV1D_HAVE_CP_ASYNC)
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(s), "l"(gmem),
+               "r"(src_bytes));
+#else
+  uint2 v{};
+  if (src_bytes == 8) v = *reinterpret_cast<const uint2*>(gmem);
+  *reinterpret_cast<uint2*>(smem) = v;
 #endif
 }
 

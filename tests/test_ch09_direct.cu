@@ -12,6 +12,7 @@
 #include "chapters/06_channel_last_backward/backward_problem.h"
 #include "chapters/09_direct_backward/cf_fused.cuh"
 #include "chapters/09_direct_backward/cf_staged.cuh"
+#include "chapters/09_direct_backward/cl_staged.cuh"
 #include "chapters/09_direct_backward/cl_tiled.cuh"
 #include "chapters/09_direct_backward/naive.cuh"
 #include "chapters/09_direct_backward/reduce.cuh"
@@ -27,10 +28,10 @@ namespace {
 
 // One kernel with one launch choice.
 struct Kernel {
-  std::string name;  // "naive", "cf_fused", "cf_staged", "cl_tiled"
+  std::string name;  // "naive", "cf_fused", "cf_staged", "cl_tiled", "cl_staged"
   Layout layout;
   bool atomic = false;
-  int vectors = 2, rows = 32;  // cf_fused's and cl_tiled's choices
+  int vectors = 2, rows = 32;  // cf_fused's choice; cl_tiled's and cl_staged's
   int access_bytes = 0;        // cl_tiled's widest access (0: the default channels)
   int64_t blocks = 0;          // cf_staged: at most this many blocks (0: as many as fit)
 };
@@ -46,6 +47,8 @@ std::vector<Kernel> all_kernels() {
   ks.push_back({"cl_tiled", Layout::channel_last, false, 2, 16, 16});
   ks.push_back({"cl_tiled", Layout::channel_last, false, 2, 32, 4});
   ks.push_back({"cl_tiled", Layout::channel_last, true, 2, 32});
+  for (int r : {16, 32, 64}) ks.push_back({"cl_staged", Layout::channel_last, false, 2, r});
+  ks.push_back({"cl_staged", Layout::channel_last, true, 2, 16});
   return ks;
 }
 
@@ -56,6 +59,7 @@ std::string describe(const Kernel& k, const Options& o) {
          (k.name == "cl_tiled"
               ? "@" + std::to_string(k.rows) + "r@" + std::to_string(k.access_bytes) + "B"
               : "") +
+         (k.name == "cl_staged" ? "@" + std::to_string(k.rows) + "r" : "") +
          " " + layout_name(k.layout) + " B=" + std::to_string(o.batch) +
          " D=" + std::to_string(o.dim) + " L=" + std::to_string(o.seqlen) +
          " W=" + std::to_string(o.width) + " " + dtype_name(o.dtype) + (o.bias ? " bias" : "") +
@@ -135,6 +139,12 @@ ch06::BwdOutputs run(const Kernel& k, const Problem& q, size_t offset = 0) {
         launch_reduce_partials(partials.get<float>(),
                                cf_bwd_partials(o.batch, o.dim, chunks, o.width), o.dim, o.width,
                                dweight.get<float>(), dbias.get<float>());
+    } else if (k.name == "cl_staged") {
+      launch_cl_bwd_staged(a, o.width, k.rows);
+      const int64_t u = cl_staged_bwd_units(o.seqlen, k.rows);
+      if (!k.atomic)
+        launch_reduce_partials(partials.get<float>(), cl_bwd_partials(o.batch, o.dim, u, o.width),
+                               o.dim, o.width, dweight.get<float>(), dbias.get<float>());
     } else {
       launch_cl_bwd(a, o.width, k.rows, k.access_bytes);
       const int64_t u = cl_bwd_units(o.seqlen, k.rows);
@@ -153,10 +163,13 @@ ch06::BwdOutputs run(const Kernel& k, const Problem& q, size_t offset = 0) {
   return out;
 }
 
-// Does kernel k take this shape? (The staged kernel needs L a multiple of the vector; it refuses
-// the others, StagedTilesAndRows below.)
+// Does kernel k take this shape? (The channel-first staged kernel needs L a multiple of the
+// vector, the channel-last one D a multiple of its 8-byte copy; they refuse the others,
+// StagedTilesAndRows and ChannelLastStagedTiles below.)
 bool takes(const Kernel& k, const Options& o) {
-  return k.name != "cf_staged" || o.seqlen % (16 / int64_t(dtype_bytes(o.dtype))) == 0;
+  if (k.name == "cf_staged") return o.seqlen % (16 / int64_t(dtype_bytes(o.dtype))) == 0;
+  if (k.name == "cl_staged") return o.dim % (8 / int64_t(dtype_bytes(o.dtype))) == 0;
+  return true;
 }
 
 ::testing::AssertionResult matches_reference(const Kernel& k, const Problem& q,
@@ -213,14 +226,14 @@ TEST(Ch09Direct, DeterministicSumsAndLaunchIndependentDx) {
   }
 }
 
-// Pointers one element off a 16-byte boundary: cf_fused falls back to element loads, the
-// channel-last kernel to narrower accesses, and both still compute the right thing; the staged
-// kernel, whose copies need rows on 16-byte boundaries, refuses them with a clear message.
+// Pointers one element off a 16-byte boundary: cf_fused falls back to element loads, cl_tiled to
+// narrower accesses, and both still compute the right thing; the staged kernels, whose copies need
+// 16-byte (channel-first) or 8-byte (channel-last) alignment, refuse them with a clear message.
 TEST(Ch09Direct, MisalignedPointers) {
   CONV1D_REQUIRE_GPU_OR_SKIP();
   const Problem q = make_problem(shape_options(2, 48, 520, 3, Dtype::bf16, true, true, 5));
   for (const Kernel& k : all_kernels()) {
-    if (k.name == "cf_staged")
+    if (k.name == "cf_staged" || k.name == "cl_staged")
       EXPECT_THROW(run(k, q, 1), std::invalid_argument) << "offset by one";
     else
       EXPECT_TRUE(matches_reference(k, q, run(k, q, 1))) << "offset by one";
@@ -259,6 +272,39 @@ TEST(Ch09Direct, StagedTilesAndRows) {
     }
   const Problem odd = make_problem(shape_options(1, 2, 4097, 3, Dtype::bf16, false, false, 12));
   EXPECT_THROW(run({"cf_staged", Layout::channel_first}, odd), std::invalid_argument);
+}
+
+// The channel-last staged kernel's tiles against the rows and the channels: rows shorter than W, than
+// a batch, than a tile, and longer with a short last tile; tiles past a row's end in a block (warps
+// with nothing to walk); D a multiple of the copy but not of a warp's channels (lanes past D), a
+// single lane, several blocks across; every width, with and without SiLU, each number of rows a
+// warp. Its dx is the same bits as cl_tiled's (the same arithmetic in the same order); D not a
+// multiple of the copy is refused.
+TEST(Ch09Direct, ChannelLastStagedTiles) {
+  CONV1D_REQUIRE_GPU_OR_SKIP();
+  struct Shape {
+    int64_t b, d, l;
+    Dtype t;
+  };
+  const Shape shapes[] = {{2, 4, 3, Dtype::bf16},     {3, 8, 7, Dtype::fp16},
+                          {1, 132, 70, Dtype::bf16},  {2, 260, 300, Dtype::fp32},
+                          {1, 2, 1000, Dtype::fp32},  {3, 136, 257, Dtype::bf16},
+                          {1, 512, 64, Dtype::bf16},  {2, 40, 1100, Dtype::fp16}};
+  for (const Shape& sh : shapes)
+    for (int width : {2, 3, 4})
+      for (bool silu : {false, true}) {
+        const Problem q =
+            make_problem(shape_options(sh.b, sh.d, sh.l, width, sh.t, true, silu, 17));
+        const ch06::BwdOutputs tiled = run({"cl_tiled", Layout::channel_last}, q);
+        for (int rows : {16, 32, 64}) {
+          const Kernel k{"cl_staged", Layout::channel_last, false, 2, rows};
+          const ch06::BwdOutputs got = run(k, q);
+          EXPECT_TRUE(matches_reference(k, q, got));
+          EXPECT_TRUE(same_bits(got.dx, tiled.dx)) << describe(k, q.p.opt) << ": dx";
+        }
+      }
+  const Problem odd = make_problem(shape_options(1, 6, 100, 3, Dtype::bf16, false, false, 12));
+  EXPECT_THROW(run({"cl_staged", Layout::channel_last}, odd), std::invalid_argument);
 }
 
 // The tolerance catches a lost unit of the partial sums: the result with one unit's sums zeroed
@@ -323,6 +369,17 @@ TEST(Ch09Launch, RowsPerLaneFillTheGpu) {
   EXPECT_EQ(cl_bwd_rows(8, 4096, 4096, 4, 132, 0, 32), 32);  // at most 32 (the 16-bit types)
   EXPECT_EQ(cl_bwd_units(4096, 64), 16);
   EXPECT_EQ(cl_bwd_units(4097, 16), 65);
+}
+
+TEST(Ch09Launch, ChannelLastStagedRows) {
+  // 132 multiprocessors, 4 blocks each, two waves: 1056 blocks of 4 tiles.
+  EXPECT_EQ(cl_staged_bwd_rows(8, 4096, 4096, 4, 132), 64);    // 8 * 16 * 32 = 4096 blocks
+  EXPECT_EQ(cl_staged_bwd_rows(32, 512, 2048, 4, 132), 32);    // 32 * 2 * 16 = 1024 at 64 rows
+  EXPECT_EQ(cl_staged_bwd_rows(1, 1024, 512, 4, 132), 16);     // 1 * 8 * 4 = 32 at 32 rows
+  EXPECT_EQ(cl_staged_bwd_rows(8, 4096, 4096, 4, 132, 16), 16);  // asked for
+  EXPECT_EQ(cl_staged_bwd_units(4096, 64), 16);
+  EXPECT_EQ(cl_staged_bwd_units(4097, 16), 65);
+  EXPECT_EQ(cl_staged_bwd_units(0, 16), 1);
 }
 
 TEST(Ch09Launch, ChannelsPerLane) {

@@ -11,13 +11,17 @@
 //                              (cf_fused.cuh), then reduce_partials
 //                   cf_naive   a thread per dx element; a block per channel for the sums
 //                              (naive.cuh)
-//   channel-last    cl_tiled   a lane walks down a tile of time steps with x and dz windows in
+//   channel-last    cl_staged  a warp across the channels walks down a tile of time steps, its
+//                              rows fetched ahead into shared memory by cp.async (cl_staged.cuh),
+//                              then reduce_partials
+//                   cl_tiled   a lane walks down a tile of time steps with x and dz windows in
 //                              registers (cl_tiled.cuh), then reduce_partials
 //                   cl_naive   as cf_naive, in channel-last memory
 //
-// cf_staged, cf_fused and cl_tiled also run with atomic sums (cf_staged_atomic, ...) with
+// The kernels but the naive ones also run with atomic sums (cf_staged_atomic, ...) with
 // --reduction atomic or both. cf_staged needs L a multiple of the 16-byte vector (rows on 16-byte
-// boundaries); the chapter skips it, and says so, for other lengths. As in chapter 08 the tensors
+// boundaries), cl_staged D a multiple of the 8-byte copy; the chapter skips them, and says so, for
+// other shapes. As in chapter 08 the tensors
 // stay on the device: a timed run is the kernels alone. The problem is drawn channel-first;
 // channel-last runs read its transposes, and their dx is transposed back to be checked against the
 // one fp64 reference.
@@ -29,6 +33,7 @@
 #include "chapters/06_channel_last_backward/backward_problem.h"
 #include "chapters/09_direct_backward/cf_fused.cuh"
 #include "chapters/09_direct_backward/cf_staged.cuh"
+#include "chapters/09_direct_backward/cl_staged.cuh"
 #include "chapters/09_direct_backward/cl_tiled.cuh"
 #include "chapters/09_direct_backward/naive.cuh"
 #include "chapters/09_direct_backward/reduce.cuh"
@@ -43,7 +48,7 @@ struct Flags {
   std::string variant = "all";
   std::string reduction = "both";
   int64_t vectors = 0;       // cf_fused: vectors per lane (0: chosen from the shape)
-  int64_t rows = 0;          // cl_tiled: time steps per lane (0: chosen from the shape)
+  int64_t rows = 0;          // cl_tiled, cl_staged: time steps a tile (0: chosen from the shape)
   int64_t access_bytes = 0;  // cl_tiled: the widest access (0: the default channels per lane)
 };
 
@@ -58,7 +63,8 @@ struct Step {
   }
   std::string main_kernel() const {
     return idea == "naive"    ? "conv_bwd_naive_dx"
-           : idea == "staged" ? "conv_bwd_cf_staged"
+           : idea == "staged" ? (layout == Layout::channel_first ? "conv_bwd_cf_staged"
+                                                                 : "conv_bwd_cl_staged")
            : idea == "fused"  ? "conv_bwd_cf"
                               : "conv_bwd_cl";
   }
@@ -66,7 +72,7 @@ struct Step {
 
 // What the launches decided from the shape and the flags.
 struct Choices {
-  int vectors = 2, rows = 64, access_bytes = 0;
+  int vectors = 2, rows = 64, staged_rows = 64, access_bytes = 0;
 };
 
 ChapterSpec chapter_spec() {
@@ -95,8 +101,8 @@ class DirectBackwardChapter : public Chapter {
                     "(default)"),
         choice_flag(
             "--variant", &flags_.variant, {"all", "staged", "fused", "tiled", "naive"},
-            "all (default) or one step: staged or fused (channel-first), tiled (channel-last), "
-            "naive"),
+            "all (default) or one step: staged (both layouts), fused (channel-first), tiled "
+            "(channel-last), naive"),
         choice_flag(
             "--reduction", &flags_.reduction, {"deterministic", "atomic", "both"},
             "dweight and dbias: partial sums added in a fixed order, atomics, or both compared "
@@ -105,7 +111,8 @@ class DirectBackwardChapter : public Chapter {
             "--vectors", &flags_.vectors, 0, 4,
             "cf_fused: 16-byte vectors per lane, 1, 2 or 4 (default 0: chosen from the shape)"),
         int_flag("--rows", &flags_.rows, 0, 64,
-                 "cl_tiled: time steps per lane, 16, 32 or 64 (default 0: chosen from the shape)"),
+                 "cl_tiled, cl_staged: time steps a tile (a lane's, a warp's), 16, 32 or 64 "
+                 "(default 0: chosen from the shape)"),
         int_flag("--access-bytes", &flags_.access_bytes, 0, 16,
                  "cl_tiled: the widest access, 16, 8 or 4 bytes, at most 4 channels (default 0: 4 "
                  "channels per lane in 16 bits, 2 in fp32)")};
@@ -119,23 +126,28 @@ class DirectBackwardChapter : public Chapter {
       return "--rows must be 0, 16, 32 or 64 (got " + std::to_string(r) + ")";
     if (ab != 0 && ab != 4 && ab != 8 && ab != 16)
       return "--access-bytes must be 0, 4, 8 or 16 (got " + std::to_string(ab) + ")";
-    // The staged kernel's tiles follow rows, which must start on 16-byte boundaries.
-    const int per = 16 / int(dtype_bytes(o.dtype));
+    // The channel-first staged kernel's tiles follow rows, which must start on 16-byte
+    // boundaries; the channel-last one copies a lane's channels of a row as 8 bytes.
+    const int per = 16 / int(dtype_bytes(o.dtype)), cl_per = 8 / int(dtype_bytes(o.dtype));
     const bool staged_takes_rows = o.seqlen % per == 0;
-    if (flags_.variant == "staged" && !staged_takes_rows)
-      return "--variant staged needs --seqlen a multiple of " + std::to_string(per) + " in " +
-             dtype_name(o.dtype) + " (rows on 16-byte boundaries; fused takes any length)";
+    const bool cl_staged_takes = o.dim % cl_per == 0;
     for (Layout l : {Layout::channel_first, Layout::channel_last}) {
       if (!wants(l)) continue;
       using Ideas = std::vector<std::string>;
       const Ideas ideas = l == Layout::channel_first ? Ideas{"staged", "fused", "naive"}
-                                                     : Ideas{"tiled", "naive"};
+                                                     : Ideas{"staged", "tiled", "naive"};
       for (const std::string& idea : ideas) {
         if (flags_.variant != "all" && flags_.variant != idea) continue;
-        if (idea == "staged" && !staged_takes_rows) {
-          skipped_ = "cf_staged skipped: --seqlen " + std::to_string(o.seqlen) +
-                     " is not a multiple of " + std::to_string(per) +
-                     " (rows on 16-byte boundaries)";
+        if (idea == "staged" && l == Layout::channel_first && !staged_takes_rows) {
+          skipped_ += std::string(skipped_.empty() ? "" : "; ") + "cf_staged skipped: --seqlen " +
+                      std::to_string(o.seqlen) + " is not a multiple of " + std::to_string(per) +
+                      " (rows on 16-byte boundaries)";
+          continue;
+        }
+        if (idea == "staged" && l == Layout::channel_last && !cl_staged_takes) {
+          skipped_ += std::string(skipped_.empty() ? "" : "; ") + "cl_staged skipped: --dim " +
+                      std::to_string(o.dim) + " is not a multiple of " + std::to_string(cl_per) +
+                      " (a lane's channels are one 8-byte copy)";
           continue;
         }
         for (bool atomic : {false, true}) {
@@ -149,7 +161,8 @@ class DirectBackwardChapter : public Chapter {
     }
     if (steps_.empty())
       return "--variant " + flags_.variant + " has no kernel in --layout " + flags_.layout +
-             " (staged and fused are channel-first, tiled channel-last)";
+             " (fused is channel-first, tiled channel-last" +
+             (skipped_.empty() ? std::string(")") : "; " + skipped_ + ")");
     return "";
   }
 
@@ -203,6 +216,9 @@ class DirectBackwardChapter : public Chapter {
                                       static_cast<int>(flags_.vectors));
     choices_.rows = cl_bwd_rows(o.batch, o.seqlen, o.dim, cl_access(), f.dev.sm_count,
                                 static_cast<int>(flags_.rows), dtype_bytes(o.dtype) == 4 ? 64 : 32);
+    choices_.staged_rows =
+        cl_staged_bwd_rows(o.batch, o.seqlen, o.dim, 8 / int(dtype_bytes(o.dtype)),
+                           f.dev.sm_count, static_cast<int>(flags_.rows));
     std::vector<MeasuredVariant> vs;
     for (const Step& st : steps_) vs.push_back(variant(st));
     return vs;
@@ -286,6 +302,9 @@ class DirectBackwardChapter : public Chapter {
 
   // The partial-sum buffer of a deterministic step, as reduce_partials reads it.
   PartialLayout partial_layout(const Step& st) const {
+    if (st.idea == "staged" && st.layout == Layout::channel_last)
+      return cl_bwd_partials(opt_.batch, opt_.dim,
+                             cl_staged_bwd_units(opt_.seqlen, choices_.staged_rows), opt_.width);
     if (st.idea == "staged")
       return cf_bwd_partials(
           opt_.batch, opt_.dim,
@@ -315,6 +334,8 @@ class DirectBackwardChapter : public Chapter {
       if (facts) {
         if (st.idea == "naive")
           launch_naive_dx(a, st.layout, W, 0, facts);
+        else if (st.idea == "staged" && st.layout == Layout::channel_last)
+          launch_cl_bwd_staged(a, W, choices_.staged_rows, 0, facts);
         else if (st.idea == "staged")
           launch_cf_bwd_staged(a, W, 0, facts);
         else if (st.idea == "fused")
@@ -334,7 +355,9 @@ class DirectBackwardChapter : public Chapter {
           GPU_CHECK(cudaMemsetAsync(dbias_.get(), 0, dbias_.bytes()));
         });
       record(st.main_kernel().c_str(), [&] {
-        if (st.idea == "staged")
+        if (st.idea == "staged" && st.layout == Layout::channel_last)
+          launch_cl_bwd_staged(a, W, choices_.staged_rows);
+        else if (st.idea == "staged")
           launch_cf_bwd_staged(a, W);
         else if (st.idea == "fused")
           launch_cf_bwd(a, W, choices_.vectors);
@@ -452,6 +475,10 @@ class DirectBackwardChapter : public Chapter {
   }
 
   std::string detail(const Step& st) {
+    if (st.idea == "staged" && st.layout == Layout::channel_last)
+      return "; " + std::to_string(choices_.staged_rows) + " time steps a warp, " +
+             std::to_string(kClsCopyBytes) + "-byte copies, a ring of " +
+             std::to_string(kClsSmemBytes / 1024) + " KB in shared memory";
     if (st.idea == "staged")
       return "; tiles of " + std::to_string(kStagedVectors) + " vectors, " +
              std::to_string(kBwdStagedStages) + " stages of " +
