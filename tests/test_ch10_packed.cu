@@ -614,6 +614,7 @@ BwdChoices random_choices(Rng& rng, Dtype t) {
   BwdChoices c;
   c.vectors = std::vector<int>{1, 2, 4}[rng.range(0, fp32 ? 1 : 2)];
   c.rows = std::vector<int>{16, 32, 64}[rng.range(0, fp32 ? 2 : 1)];
+  c.staged_rows = std::vector<int>{0, 16, 64}[rng.range(0, 2)];  // (0: cl_tiled)
   return c;
 }
 
@@ -634,11 +635,19 @@ TEST(Ch10RowsBackward, MatchesReference) {
     const BwdChoices c = random_choices(rng, o.dtype);
     for (Layout l : {Layout::channel_first, Layout::channel_last}) {
       SCOPED_TRACE(describe(o, lens, init) + " " + layout_name(l) + " vectors " +
-                   std::to_string(c.vectors) + " rows " + std::to_string(c.rows));
+                   std::to_string(c.vectors) + " rows " + std::to_string(c.rows) +
+                   " staged rows " + std::to_string(c.staged_rows));
       const Grads r = run_rows_backward(o, p, l, c);
       expect_gradients(o, p.grad_rows, r, {o.batch, o.dim, o.seqlen}, "dinitial_states");
       if (!p.seq_idx.empty())  // padding receives no gradient: exactly 0
         expect_exact_zero_padding(o, p, r.dx);
+      if (l == Layout::channel_last) {  // cl_staged and cl_tiled: the same dx and dstates bits
+        BwdChoices other = c;
+        other.staged_rows = c.staged_rows ? 0 : 64;
+        const Grads q = run_rows_backward(o, p, l, other);
+        EXPECT_TRUE(same_bits(q.dx, r.dx)) << "dx differs between cl_staged and cl_tiled";
+        EXPECT_TRUE(same_bits(q.dstates, r.dstates)) << "dinitial_states differ";
+      }
     }
   }
 }
@@ -655,9 +664,11 @@ TEST(Ch10RowsBackward, OneBatchManyShortSequencesWithStates) {
       ASSERT_EQ(make_packed(o, spec, &p), "");
       for (Layout l : {Layout::channel_first, Layout::channel_last}) {
         SCOPED_TRACE(describe(o, lens, true) + " " + layout_name(l));
-        const Grads r = run_rows_backward(o, p, l, BwdChoices{2, 16});
-        expect_gradients(o, p.grad_rows, r, {o.batch, o.dim, o.seqlen}, "dinitial_states");
-        expect_exact_zero_padding(o, p, r.dx);
+        for (int staged_rows : {0, 16}) {
+          const Grads r = run_rows_backward(o, p, l, BwdChoices{2, 16, 0, staged_rows});
+          expect_gradients(o, p.grad_rows, r, {o.batch, o.dim, o.seqlen}, "dinitial_states");
+          expect_exact_zero_padding(o, p, r.dx);
+        }
       }
     }
 }
@@ -859,7 +870,8 @@ TEST(Ch10VarlenBackward, MatchesReference) {
     Packed p;
     ASSERT_EQ(make_packed(o, spec, &p), "") << describe(o, lens, init);
     const BwdChoices c = random_choices(rng, o.dtype);
-    SCOPED_TRACE(describe(o, lens, init) + " rows " + std::to_string(c.rows));
+    SCOPED_TRACE(describe(o, lens, init) + " rows " + std::to_string(c.rows) + " staged rows " +
+                 std::to_string(c.staged_rows));
 
     const int64_t total = o.batch * o.seqlen;
     const std::vector<float> untouched(p.dfinal_cache.size(), kUntouched);

@@ -216,7 +216,7 @@ struct OneSequencePerRow {
 // configuration is another one, so its policies (kFewConfigurations) compile those the default
 // launch choices take: at most as many vectors or rows per thread as those choose for T, and the
 // widest access or single elements (for D of any size).
-enum class Family { cf_fwd, cl_fwd, cl_staged, cf_bwd, cl_bwd };
+enum class Family { cf_fwd, cl_fwd, cl_staged, cf_bwd, cl_bwd, cl_bwd_staged };
 template <class Seqs, class T, Family F>
 constexpr bool compiled(int size, int access) {
   if (!Seqs::kFewConfigurations) return true;
@@ -228,6 +228,7 @@ constexpr bool compiled(int size, int access) {
     case Family::cf_bwd: return size <= (half ? 4 : 2);
     case Family::cl_bwd:
       return size <= (half ? 32 : 64) && (access == (half ? 4 : 2) || access == 1);
+    case Family::cl_bwd_staged: return size == 64 || size == 16;
   }
   return false;
 }

@@ -53,45 +53,10 @@ __device__ __forceinline__ void cls_fetch(const T* x, const T* g, int64_t t, int
   async_commit();
 }
 
-// One step of the walk at row t: dz[t] from dout[t] (and with SiLU the window of x), its terms of
-// the sums when t is one of the tile's own rows, and dx of the row W-1 steps back into y. The
-// arithmetic is cl_tiled's, in the same order: dx is the same bits.
-template <class T, int W, int N, bool kSilu, bool kSums>
-__device__ __forceinline__ void cls_step(const Filter<W> (&f)[N], const Vec<T, N>& xv,
-                                         const Vec<T, N>& gv, float (&xw)[W][N],
-                                         float (&dzw)[W][N], GradSums<W> (&sums)[N],
-                                         float (&y)[N]) {
-#pragma unroll
-  for (int k = 0; k + 1 < W; ++k)
-#pragma unroll
-    for (int i = 0; i < N; ++i) {
-      xw[k][i] = xw[k + 1][i];
-      dzw[k][i] = dzw[k + 1][i];
-    }
-  to_floats(xv, xw[W - 1]);
-  float dout[N];
-  to_floats(gv, dout);
-#pragma unroll
-  for (int i = 0; i < N; ++i) {
-    float taps[W];
-#pragma unroll
-    for (int k = 0; k < W; ++k) taps[k] = xw[k][i];
-    dzw[W - 1][i] = dz_at<W>(f[i], taps, dout[i], kSilu);  // (0 past L: dout was copied as 0)
-    if constexpr (kSums) {
-#pragma unroll
-      for (int k = 0; k < W; ++k) sums[i].v[k] += dzw[W - 1][i] * taps[k];
-      sums[i].v[W] += dzw[W - 1][i];
-    }
-    float acc = 0.0f;
-#pragma unroll
-    for (int k = 0; k < W; ++k) acc += f[i].w[k] * dzw[W - 1 - k][i];
-    y[i] = acc;
-  }
-}
-
-template <class T, int W, int kRows, bool kSilu>
-__global__ void __launch_bounds__(kClsThreads, kClsMinBlocks)
-    conv_bwd_cl_staged(BwdArgs<T> a, FastDivmod by_cols, FastDivmod by_units) {
+// [docs:ch09_cl_staged_kernel]
+template <class T, int W, int kRows, bool kSilu, class Seqs>
+__device__ __forceinline__ void cl_staged_bwd(const BwdArgs<T>& a, const FastDivmod& by_cols,
+                                              const FastDivmod& by_units, const Seqs& seqs) {
   constexpr int N = kClsChannels<T>;
   static_assert(kRows % kClsBatch == 0 && W - 1 <= kClsBatch, "whole batches, a short tail");
   constexpr int kBatches = kRows / kClsBatch;  // then a tail: the W-1 rows whose dz dx needs
@@ -111,16 +76,22 @@ __global__ void __launch_bounds__(kClsThreads, kClsMinBlocks)
   const T* x = a.x + base;  // row t at x + t * D
   const T* g = a.dout + base;
   T* dx = a.dx + base;
-
-  GradSums<W> sums[N];
-  if (t0 < len) {  // (the warp: a tile past the row's end has nothing to walk)
-    auto fetch = [&](int i) {  // batch i: 8 rows, the tail's W-1, or none
-      const int n = i < kBatches ? kClsBatch : i == kBatches ? W - 1 : 0;
-      cls_fetch<T, N>(x, g, t0 + int64_t(i) * kClsBatch, n, len, dim, channels,
-                      ring + (i % kClsDepth) * kSlot);
-    };
+  auto fetch = [&](int i) {  // batch i: 8 rows, the tail's W-1, or none
+    const int n = i < kBatches ? kClsBatch : i == kBatches ? W - 1 : 0;
+    cls_fetch<T, N>(x, g, t0 + int64_t(i) * kClsBatch, n, len, dim, channels,
+                    ring + (i % kClsDepth) * kSlot);
+  };
+  if (t0 < len)  // (the warp: a tile past the row's end has nothing to walk)
 #pragma unroll
     for (int i = 0; i < kClsDepth; ++i) fetch(i);
+  // (Chapter 10) whether every position of the tile counts every tap, while the first batches
+  // travel: the same answer in every lane of the warp, which stands at the same time steps.
+  Span span = Span::full;
+  if constexpr (Seqs::kPacked)
+    if (t0 < len) span = seqs.template span<W, kRows, W - 1>(b, t0);
+
+  GradSums<W> sums[N];
+  if (t0 < len) {
     // While they travel: the filters, and the W-1 rows of x before the tile.
     Filter<W> f[N];
 #pragma unroll
@@ -130,35 +101,77 @@ __global__ void __launch_bounds__(kClsThreads, kClsMinBlocks)
     for (int k = 1; k < W; ++k)
       if (channels && t0 - W + k >= 0)
         to_floats(*reinterpret_cast<const Vec<T, N>*>(x + (t0 - W + k) * dim), xw[k]);
+    uint32_t fw = 0;  // (chapter 10) the flags of the last W positions
+    [[maybe_unused]] auto batches = seqs.template batches<W, kClsBatch>(b, t0, span);
 
-    // dx of row s (the row W-1 steps behind the step), where it is one of this tile's rows.
-    auto store = [&](int64_t s, const float (&y)[N]) {
-      if (channels && s < len) *reinterpret_cast<Vec<T, N>*>(dx + s * dim) = ch08::from_floats<T, N>(y);
+    // dx of row s, W-1 behind step r of a batch, where it is one of this tile's rows (`from`: the
+    // batch's first step that has one).
+    auto store = [&](int r, int from, int64_t s, const float (&y)[N]) {
+      if (r >= from && channels && s < len)
+        *reinterpret_cast<Vec<T, N>*>(dx + s * dim) = ch08::from_floats<T, N>(y);
     };
+    // Steps t .. t + n - 1 from a batch's slots, every tap counting: unrolled, the windows renamed
+    // rather than moved.
+    auto walk_full = [&](const Vec<T, N>* rows, int64_t t, auto n, bool own, int from) {
+#pragma unroll
+      for (int r = 0; r < decltype(n)::value; ++r) {
+        float y[N];
+        cl_bwd_step<true, T, W, N>(seqs, b, d0, t + r, channels, true, own, kSilu, f,
+                                   rows[(2 * r) * kClsThreads], rows[(2 * r + 1) * kClsThreads],
+                                   kAllTaps<W>, fw, xw, dzw, sums, y);
+        store(r, from, t + r - (W - 1), y);
+      }
+      if constexpr (Seqs::kPacked) fw = 0x01010101u * kAllTaps<W>;  // (the flags it walked)
+    };
+    // (Chapter 10) the same by the flags `fl` (a byte a step), in a loop: a few batches take it,
+    // and unrolled, its code beside the full walk's made the warps wait on instruction fetch
+    // (results/cl-staged-bwd/run3).
+    auto walk_flags = [&](const Vec<T, N>* rows, int64_t t, int n, bool own, int from,
+                          const TokenFlags<kClsBatch>& fl) {
+      const uint64_t bytes = fl.w[0] | uint64_t(fl.w[1]) << 32;
+#pragma unroll 1
+      for (int r = 0; r < n; ++r) {
+        float y[N];
+        cl_bwd_step<false, T, W, N>(seqs, b, d0, t + r, channels, true, own, kSilu, f,
+                                    rows[(2 * r) * kClsThreads], rows[(2 * r + 1) * kClsThreads],
+                                    unsigned(bytes >> (8 * r)) & 0xFFu, fw, xw, dzw, sums, y);
+        store(r, from, t + r - (W - 1), y);
+      }
+    };
+    using Batch = std::integral_constant<int, kClsBatch>;
+    using Tail = std::integral_constant<int, W - 1>;
 #pragma unroll 1
     for (int i = 0; i < kBatches; ++i) {
       async_wait<kClsDepth - 1>();  // batch i has landed (this lane's copies)
       const Vec<T, N>* rows = ring + (i % kClsDepth) * kSlot;
       const int64_t t = t0 + int64_t(i) * kClsBatch;
-#pragma unroll
-      for (int r = 0; r < kClsBatch; ++r) {
-        float y[N];
-        cls_step<T, W, N, kSilu, true>(f, rows[(2 * r) * kClsThreads],
-                                       rows[(2 * r + 1) * kClsThreads], xw, dzw, sums, y);
-        if (r >= W - 1 || i > 0) store(t + r - (W - 1), y);
+      const int from = i > 0 ? 0 : W - 1;
+      if constexpr (!Seqs::kPacked) {
+        walk_full(rows, t, Batch{}, true, from);
+      } else {  // (chapter 10) a mixed tile asks batch by batch: most of its batches are full too
+        if (span == Span::full || batches.span(t) == Span::full)
+          walk_full(rows, t, Batch{}, true, from);
+        else
+          walk_flags(rows, t, kClsBatch, true, from, batches.flags(t));
       }
       fetch(i + kClsDepth);  // into the slots just read
     }
     async_wait<kClsDepth - 1>();  // the tail
     const Vec<T, N>* rows = ring + (kBatches % kClsDepth) * kSlot;
-#pragma unroll
-    for (int r = 0; r + 1 < W; ++r) {
-      float y[N];
-      cls_step<T, W, N, kSilu, false>(f, rows[(2 * r) * kClsThreads],
-                                      rows[(2 * r + 1) * kClsThreads], xw, dzw, sums, y);
-      store(t0 + kRows + r - (W - 1), y);
+    const int64_t t = t0 + kRows;
+    if constexpr (!Seqs::kPacked) {
+      walk_full(rows, t, Tail{}, false, 0);
+    } else {
+      if (span == Span::full)
+        walk_full(rows, t, Tail{}, false, 0);
+      else
+        walk_flags(rows, t, W - 1, false, 0, batches.flags(t));
     }
   }
+  // (Chapter 10) the initial states' gradient of the sequences that start in this tile.
+  if constexpr (Seqs::kPacked)
+    if (channels && seqs.owns_edges(t0, kRows, span == Span::full))
+      seqs.template tile_dinit<W, N>(a, b, d0, t0, kRows, span == Span::full);
 
   // The block's 4 tiles add their sums through shared memory (the ring's, now free), in order.
   async_wait_all();
@@ -168,7 +181,8 @@ __global__ void __launch_bounds__(kClsThreads, kClsMinBlocks)
 #pragma unroll
   for (int i = 0; i < N; ++i)
 #pragma unroll
-    for (int k = 0; k <= W; ++k) part[((warp * N + i) * (W + 1) + k) * kWarpLanes + lane] = sums[i].v[k];
+    for (int k = 0; k <= W; ++k)
+      part[((warp * N + i) * (W + 1) + k) * kWarpLanes + lane] = sums[i].v[k];
   __syncthreads();
   if (warp == 0 && channels)
 #pragma unroll
@@ -178,11 +192,20 @@ __global__ void __launch_bounds__(kClsThreads, kClsMinBlocks)
       for (int k = 0; k <= W; ++k) {
         float v = part[(i * (W + 1) + k) * kWarpLanes + lane];
 #pragma unroll
-        for (int w = 1; w < kClsWarps; ++w) v += part[((w * N + i) * (W + 1) + k) * kWarpLanes + lane];
+        for (int w = 1; w < kClsWarps; ++w)
+          v += part[((w * N + i) * (W + 1) + k) * kWarpLanes + lane];
         s.v[k] = v;
       }
       emit_sums<W>(a, bu * dim + d0 + i, d0 + i, s);
     }
+}
+// [/docs:ch09_cl_staged_kernel]
+
+template <class T, int W, int kRows, bool kSilu, class Seqs = OneSequencePerRow>
+__global__ void __launch_bounds__(kClsThreads, kClsMinBlocks)
+    conv_bwd_cl_staged(BwdArgs<T> a, FastDivmod by_cols, FastDivmod by_units,
+                       const __grid_constant__ Seqs seqs) {
+  cl_staged_bwd<T, W, kRows, kSilu>(a, by_cols, by_units, seqs);
 }
 // [/docs:ch09_cl_staged]
 
@@ -210,9 +233,10 @@ inline int cl_staged_bwd_rows(int64_t batch, int64_t seqlen, int64_t dim, int ch
   return 16;
 }
 
-template <class T>
+// For the sequences `seqs` (chapter 10 passes packed ones).
+template <class T, class Seqs = OneSequencePerRow>
 void launch_cl_bwd_staged(const BwdArgs<T>& a, int width, int rows, cudaStream_t s = 0,
-                          KernelFacts* facts = nullptr) {
+                          KernelFacts* facts = nullptr, const Seqs& seqs = {}) {
   if (!cl_staged_bwd_takes(a))
     throw std::invalid_argument(
         "conv_bwd_cl_staged: a lane's channels must be one 8-byte copy (D a multiple of " +
@@ -223,10 +247,12 @@ void launch_cl_bwd_staged(const BwdArgs<T>& a, int width, int rows, cudaStream_t
   const FastDivmod by_cols(cols), by_units(units);
   dispatch_width(width, [&](auto w) {
     constexpr int W = decltype(w)::value;
-    void (*kernel)(BwdArgs<T>, FastDivmod, FastDivmod) = nullptr;
+    void (*kernel)(BwdArgs<T>, FastDivmod, FastDivmod, Seqs) = nullptr;
     auto pick = [&](auto r) {
       constexpr int R = decltype(r)::value;
-      kernel = a.silu ? conv_bwd_cl_staged<T, W, R, true> : conv_bwd_cl_staged<T, W, R, false>;
+      if constexpr (ch08::compiled<Seqs, T, ch08::Family::cl_bwd_staged>(R, N))
+        kernel = a.silu ? conv_bwd_cl_staged<T, W, R, true, Seqs>
+                        : conv_bwd_cl_staged<T, W, R, false, Seqs>;
     };
     switch (rows) {
       case 16: pick(std::integral_constant<int, 16>{}); break;
@@ -234,8 +260,11 @@ void launch_cl_bwd_staged(const BwdArgs<T>& a, int width, int rows, cudaStream_t
       case 64: pick(std::integral_constant<int, 64>{}); break;
       default: throw std::invalid_argument("conv_bwd_cl_staged: rows per warp must be 16, 32 or 64");
     }
+    if (!kernel)
+      throw std::invalid_argument("conv_bwd_cl_staged: not compiled for " + std::to_string(rows) +
+                                  " rows a warp with these sequences");
     launch_early_or_describe("conv_bwd_cl_staged", kernel, a.batch * units * cols, kClsThreads,
-                             kClsSmemBytes, s, facts, false, a, by_cols, by_units);
+                             kClsSmemBytes, s, facts, false, a, by_cols, by_units, seqs);
   });
 }
 

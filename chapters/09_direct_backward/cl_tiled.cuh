@@ -44,6 +44,73 @@ __device__ __forceinline__ void to_floats(const Vec<T, N>& v, float (&out)[N]) {
 // range (below). (Each file that includes this has its own copy.)
 static __device__ __align__(16) const float kZeroRow[4] = {};
 
+// [docs:ch09_cl_step]
+// One step of a channel-last walk (cl_tiled's and cl_staged's), at row t of x and dout (xv, gv):
+// the windows move on, dz[t] is computed (zero where !in_range) and, where `own` (t is one of the
+// tile's own rows), its terms of the sums; y receives dx of row t - (W-1), complete now. kFull:
+// every tap counts; otherwise m is t's flag byte and fw the flags of the last W positions, a byte
+// each, the newest lowest (chapter 10's packed sequences: which taps count, edges, final states'
+// gradients).
+template <bool kFull, class T, int W, int N, class Seqs>
+__device__ __forceinline__ void cl_bwd_step(const Seqs& seqs, int64_t b, int64_t d0, int64_t t,
+                                            bool channels, bool in_range, bool own, bool silu,
+                                            const Filter<W> (&f)[N], const Vec<T, N>& xv,
+                                            const Vec<T, N>& gv, unsigned m, uint32_t& fw,
+                                            float (&xw)[W][N], float (&dzw)[W][N],
+                                            GradSums<W> (&sums)[N], float (&y)[N]) {
+#pragma unroll
+  for (int k = 0; k + 1 < W; ++k)
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      xw[k][i] = xw[k + 1][i];
+      dzw[k][i] = dzw[k + 1][i];
+    }
+  to_floats(xv, xw[W - 1]);
+  if constexpr (!kFull) {
+    fw = fw << 8 | m;
+    if constexpr (Seqs::kPacked)
+      if ((m & kEdge) && channels) {  // the inputs before the sequence's start are its state's
+        const int before = __ffs(m & kAllTaps<W>) - 1;  // taps before the start
+#pragma unroll
+        for (int i = 0; i < N; ++i) {
+          const T* st = seqs.template state_at<W>(b, t, d0 + i);
+#pragma unroll
+          for (int k = 0; k < W - 1; ++k)
+            if (k < before) xw[k][i] = to_float(st[(W - 1) + k - before]);
+        }
+      }
+  }
+  const unsigned zt = kFull ? kAllTaps<W> : ch08::taps_with_state<W>(m);
+  float dout[N];
+  to_floats(gv, dout);
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    float taps[W];
+#pragma unroll
+    for (int k = 0; k < W; ++k) taps[k] = kFull || (zt >> k & 1u) ? xw[k][i] : 0.0f;
+    dzw[W - 1][i] = in_range && zt ? dz_at<W>(f[i], taps, dout[i], silu) : 0.0f;
+    if (own) {
+#pragma unroll
+      for (int k = 0; k < W; ++k) sums[i].v[k] += dzw[W - 1][i] * taps[k];
+      sums[i].v[W] += dzw[W - 1][i];
+    }
+  }
+  // dx[s], s = t - (W-1): sum_k w[k] dz[s + (W-1) - k] over the taps of those positions that count
+  // (the final state's gradient first, where s's input is one).
+  const unsigned fin = kFull ? 0u : fw >> (8 * (W - 1) + kFinalShift) & 3u;
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    float acc = 0.0f;
+    if constexpr (!kFull && Seqs::kPacked)
+      if (fin && channels) acc = seqs.template dfinal_at<W>(b, t - (W - 1), d0 + i, int(fin) - 1);
+#pragma unroll
+    for (int k = 0; k < W; ++k)
+      if (kFull || (fw >> (8 * k + k) & 1u)) acc += f[i].w[k] * dzw[W - 1 - k][i];
+    y[i] = acc;
+  }
+}
+// [/docs:ch09_cl_step]
+
 // [docs:ch09_cl_tiled]
 // The walk down one tile: steps t0 .. t0 + kRows + W - 2, each computing dz (and, for the tile's own
 // rows, its terms of the sums), and from step W-1 on dx of the row W-1 steps back. kFull: every
@@ -95,64 +162,13 @@ __device__ __forceinline__ void cl_bwd_walk(const BwdArgs<T>& a, const Seqs& seq
     for (int r = 0; r < kBatch; ++r) {
       const int step = s0 + r;
       if (step < kSteps) {  // (a guard, not a break: a batch unrolls fully, its arrays in registers)
-        const int64_t t = t0 + step;
-#pragma unroll
-        for (int k = 0; k + 1 < W; ++k)
-#pragma unroll
-          for (int i = 0; i < N; ++i) {
-            xw[k][i] = xw[k + 1][i];
-            dzw[k][i] = dzw[k + 1][i];
-          }
-        to_floats(xs[r], xw[W - 1]);
-        unsigned m = kAllTaps<W>;
-        if constexpr (!kFull) {
-          m = cursor.next();
-          fw = fw << 8 | m;
-        }
-        if constexpr (!kFull && Seqs::kPacked)
-          if ((m & kEdge) && channels) {  // the inputs before the sequence's start are its state's
-            const int before = __ffs(m & kAllTaps<W>) - 1;  // taps before the start
-#pragma unroll
-            for (int i = 0; i < N; ++i) {
-              const T* st = seqs.template state_at<W>(b, t, d0 + i);
-#pragma unroll
-              for (int k = 0; k < W - 1; ++k)
-                if (k < before) xw[k][i] = to_float(st[(W - 1) + k - before]);
-            }
-          }
-        const unsigned zt = kFull ? kAllTaps<W> : ch08::taps_with_state<W>(m);
-        float dout[N];
-        to_floats(gs[r], dout);
-#pragma unroll
-        for (int i = 0; i < N; ++i) {
-          float taps[W];
-#pragma unroll
-          for (int k = 0; k < W; ++k) taps[k] = kFull || (zt >> k & 1u) ? xw[k][i] : 0.0f;
-          dzw[W - 1][i] = t < len && zt ? dz_at<W>(f[i], taps, dout[i], a.silu) : 0.0f;
-          if (step < kRows) {  // the tile's own rows: their terms of dweight and dbias
-#pragma unroll
-            for (int k = 0; k < W; ++k) sums[i].v[k] += dzw[W - 1][i] * taps[k];
-            sums[i].v[W] += dzw[W - 1][i];
-          }
-        }
-        // dx[s], s = t - (W-1): sum_k w[k] dz[s + (W-1) - k] over the taps of those positions that
-        // count (the final state's gradient first, where s's input is one): complete now.
-        const int64_t s = t - (W - 1);
-        if (step >= W - 1 && s < len && channels) {
-          const unsigned fin = kFull ? 0u : fw >> (8 * (W - 1) + kFinalShift) & 3u;
-          float y[N];
-#pragma unroll
-          for (int i = 0; i < N; ++i) {
-            float acc = 0.0f;
-            if constexpr (!kFull && Seqs::kPacked)
-              if (fin) acc = seqs.template dfinal_at<W>(b, s, d0 + i, int(fin) - 1);
-#pragma unroll
-            for (int k = 0; k < W; ++k)
-              if (kFull || (fw >> (8 * k + k) & 1u)) acc += f[i].w[k] * dzw[W - 1 - k][i];
-            y[i] = acc;
-          }
+        const int64_t t = t0 + step, s = t - (W - 1);
+        float y[N];
+        cl_bwd_step<kFull, T, W, N>(seqs, b, d0, t, channels, t < len, step < kRows, a.silu, f,
+                                    xs[r], gs[r], kFull ? kAllTaps<W> : cursor.next(), fw, xw, dzw,
+                                    sums, y);
+        if (step >= W - 1 && s < len && channels)
           *reinterpret_cast<Vec<T, N>*>(dx + s * dim) = ch08::from_floats<T, N>(y);
-        }
       }
     }
     if constexpr (kFull)

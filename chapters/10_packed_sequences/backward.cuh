@@ -13,6 +13,7 @@
 
 #include "chapters/09_direct_backward/cf_fused.cuh"
 #include "chapters/09_direct_backward/cf_staged.cuh"
+#include "chapters/09_direct_backward/cl_staged.cuh"
 #include "chapters/09_direct_backward/cl_tiled.cuh"
 #include "chapters/10_packed_sequences/forward.cuh"
 #include "chapters/10_packed_sequences/sequences.cuh"
@@ -200,16 +201,23 @@ const char* cf_kernel_name(const Backward<T>& b) {
                            : "conv_bwd_cf";
 }
 
-// Chapter 09's launch choices for this shape: vectors per lane (channel-first) or time steps per
-// lane (channel-last).
+// Chapter 09's launch choices for this shape: vectors per lane (channel-first), time steps per
+// lane of cl_tiled or per warp of cl_staged (channel-last).
 // (The channel-last access is chapter 09's default where D allows it, else one element: what
-// chapter 10's kernels are compiled for, ch08::compiled.)
+// chapter 10's kernels are compiled for, ch08::compiled. cl_staged's rows: 64 where chapter 09
+// would take 64, else 16, the two compiled.)
 struct BwdChoices {
   int vectors = 1, rows = 16, access_bytes = 0;
+  int staged_rows = 0;  // channel-last: chapter 09's staged kernel, this many rows a warp (0: cl_tiled)
 };
 template <class T>
-BwdChoices backward_choices(const ch09::BwdArgs<T>& a, int sm_count) {
+BwdChoices backward_choices(const ch09::BwdArgs<T>& a, int sm_count, bool cl_staged = true) {
   BwdChoices c;
+  if (cl_staged && ch09::cl_staged_bwd_takes(a))
+    c.staged_rows = ch09::cl_staged_bwd_rows(a.batch, a.seqlen, a.dim, ch09::kClsChannels<T>,
+                                             sm_count) == 64
+                        ? 64
+                        : 16;
   c.vectors = ch09::cf_bwd_vectors(a.seqlen, kPer16<T>);
   c.access_bytes = ch09::cl_bwd_channels(a) == (sizeof(T) == 2 ? 4 : 2) ? 0 : int(sizeof(T));
   c.rows = ch09::cl_bwd_rows(a.batch, a.seqlen, a.dim, ch09::cl_bwd_channels(a, c.access_bytes),
@@ -217,10 +225,26 @@ BwdChoices backward_choices(const ch09::BwdArgs<T>& a, int sm_count) {
   return c;
 }
 
+// The channel-last convolution a backward runs: chapter 09's staged kernel where the choices ask
+// for it and it takes the tensors (D a multiple of its 8-byte copy), else cl_tiled.
+template <class T>
+bool uses_cl_staged(const Backward<T>& b, const BwdChoices& c) {
+  return b.layout == Layout::channel_last && c.staged_rows && ch09::cl_staged_bwd_takes(b.args);
+}
+template <class T>
+const char* kernel_name(const Backward<T>& b, const BwdChoices& c) {
+  return b.layout == Layout::channel_first ? cf_kernel_name(b)
+         : uses_cl_staged(b, c)            ? "conv_bwd_cl_staged"
+                                           : "conv_bwd_cl";
+}
+
 // Where the kernel leaves its units' sums, for reduce_partials.
 template <class T>
 ch09::PartialLayout backward_partials(const Backward<T>& b, int width, const BwdChoices& c) {
   const ch09::BwdArgs<T>& a = b.args;
+  if (uses_cl_staged(b, c))
+    return ch09::cl_bwd_partials(a.batch, a.dim, ch09::cl_staged_bwd_units(a.seqlen, c.staged_rows),
+                                 width);
   if (uses_staged(b))
     return ch09::cf_bwd_partials(a.batch, a.dim, ch09::cf_bwd_staged_chunks(a.seqlen, kPer16<T>),
                                  width);
@@ -261,7 +285,7 @@ void launch_backward(const Backward<T>& b, int width, const BwdChoices& c, Recor
                      cudaStream_t s = 0, KernelFacts* facts = nullptr) {
   if (facts) return run_backward(b, width, c, s, facts);
   if (uses_span_map(b)) record("make_span_map", [&] { run_span_map(b, width, s); });
-  record(b.layout == Layout::channel_last ? "conv_bwd_cl" : cf_kernel_name(b), [&] {
+  record(kernel_name(b, c), [&] {
     if (uses_tap_words(b)) run_span_map(b, width, s);  // (the words: kWordsAndBackward)
     run_backward(b, width, c, s, nullptr);
   });

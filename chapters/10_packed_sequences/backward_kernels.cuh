@@ -20,6 +20,15 @@ void run_backward(const Backward<T>& b, int width, const BwdChoices& c, cudaStre
       ch09::launch_cf_bwd_staged(b.args, width, s, facts, b.cf_blocks, row_states(b));
     return;
   }
+  if (uses_cl_staged(b, c)) {
+    if (b.form == Form::plain)
+      ch09::launch_cl_bwd_staged(b.args, width, c.staged_rows, s, facts, Baseline{});
+    else if (b.form == Form::rows)
+      ch09::launch_cl_bwd_staged(b.args, width, c.staged_rows, s, facts, b.rows);
+    else
+      ch09::launch_cl_bwd_staged(b.args, width, c.staged_rows, s, facts, b.varlen);
+    return;
+  }
   switch (b.form) {
     case Form::plain:
       if (cl)

@@ -50,6 +50,7 @@ struct Flags {
   int64_t chunks = 1;
   std::string span_map = "on";
   std::string cl_forward = "staged";
+  std::string cl_backward = "staged";
 };
 
 // One measured variant.
@@ -121,7 +122,11 @@ class PackedChapter : public Chapter {
         choice_flag("--cl-forward", &flags_.cl_forward, {"staged", "tiled"},
                     "the channel-last forward's kernel (both forms, and the plain baseline): "
                     "chapter 08's staged kernel (default; 16-bit types, D a multiple of 8; fp32 "
-                    "and other D take the tiled one) or its tiled kernel")};
+                    "and other D take the tiled one) or its tiled kernel"),
+        choice_flag("--cl-backward", &flags_.cl_backward, {"staged", "tiled"},
+                    "the channel-last backward's kernel (both forms, and the plain baseline): "
+                    "chapter 09's staged kernel (default; D a multiple of 4 in 16-bit types, of 2 "
+                    "in fp32; other D take the tiled one) or its tiled kernel")};
   }
 
   std::string check(const Options& o) override {
@@ -515,7 +520,7 @@ void PackedChapter::launch(const Step& st, RunContext* ctx, KernelFacts* facts) 
         launch_forward(f, opt_.width, vectors_, tiled_rows(f.conv, sm_count_), record, 0, facts);
       } else {
         const Backward<T> b = plan_backward<T>(st, k);
-        launch_backward(b, opt_.width, backward_choices(b.args, sm_count_), record, 0, facts);
+        launch_backward(b, opt_.width, backward_choices(b.args, sm_count_, flags_.cl_backward == "staged"), record, 0, facts);
       }
       if (facts) return;
     }
@@ -716,10 +721,9 @@ MeasuredVariant PackedChapter::variant(const Step& st) {
       const int64_t pieces = st.kind == Step::chunks ? int64_t(pk_.chunk_lens.size()) : 1;
       for (int64_t k = 0; k < pieces; ++k) {
         const Backward<T> bk = plan_backward<T>(st, st.kind == Step::chunks ? k : -1);
-        const BwdChoices c = backward_choices(bk.args, sm_count_);
+        const BwdChoices c = backward_choices(bk.args, sm_count_, flags_.cl_backward == "staged");
         need = std::max(need, partial_floats(backward_partials(bk, o.width, c), o.dim, o.width));
-        const std::string name =
-            bk.layout == Layout::channel_last ? "conv_bwd_cl" : cf_kernel_name(bk);
+        const std::string name = kernel_name(bk, c);
         if (std::find(bwd_kernels.begin(), bwd_kernels.end(), name) == bwd_kernels.end())
           bwd_kernels.push_back(name);
         bwd_map = bwd_map || uses_span_map(bk);

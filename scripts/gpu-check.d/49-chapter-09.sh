@@ -9,8 +9,9 @@
 #                                        1x4096x16384, 8x4096x4095 (odd L, channel-first), 4x64x1024
 #   bench_09_ch06.tsv, _kernels.tsv      chapter 06 (channel-last, deterministic and atomic) at
 #                                        8x4096x4096 bf16 and fp32
-#   bench_09_sweep.tsv, _kernels.tsv     --vectors 1, 2, 4 (channel-first) and --rows 16, 32, 64 with
-#                                        2 and 4 channels per lane (channel-last), 8x4096x4096 bf16
+#   bench_09_sweep.tsv, _kernels.tsv     --vectors 1, 2, 4 (channel-first), --rows 16, 32, 64 with
+#                                        2 and 4 channels per lane (channel-last, cl_tiled) and
+#                                        --rows 16, 32, 64 (cl_staged), 8x4096x4096 bf16
 #   ch09_resources.txt, .tsv             registers, stack and local memory per kernel (cuobjdump)
 #   ch09_ncu.csv, .tsv                   DRAM bytes, duration, occupancy, long-scoreboard stalls of the
 #                                        kernels at 8x4096x4096 bf16
@@ -50,6 +51,8 @@ if [[ -x $exe9 ]]; then
       run9 "$exe9" "$sweep9" "rows_${r}_access_$ab" "${big9[@]}" --dtype bf16 --layout channel-last \
         --variant tiled --reduction deterministic --rows "$r" --access-bytes "$ab"
     done
+    run9 "$exe9" "$sweep9" "staged_rows_$r" "${big9[@]}" --dtype bf16 --layout channel-last --variant staged \
+      --reduction deterministic --rows "$r"
   done
 
   res9=$out/results/ch09_resources.txt
@@ -70,13 +73,15 @@ if [[ -x $exe9 ]]; then
 
   # Sanitizers on what the generic runs (bf16, D = 40, L = 67) miss: L shorter than W and than a
   # vector, several chunks and tiles per row with a partial last one, fp32 and fp16, bias and SiLU,
-  # each launch choice; the staged kernel (which needs L a multiple of the vector) with two tiles a
-  # row, the second of two vectors.
+  # each launch choice; the channel-first staged kernel (which needs L a multiple of the vector)
+  # with two tiles a row, the second of two vectors; the channel-last staged kernel with lanes past
+  # D and tiles past L, with SiLU.
   sanitize_shapes ch09_direct_backward "$exe9" \
     "--batch 3 --dim 37 --seqlen 5 --width 3 --bias --silu --dtype fp32" \
     "--batch 2 --dim 24 --seqlen 1300 --width 4 --dtype fp16 --vectors 4 --rows 16 --access-bytes 8" \
     "--batch 1 --dim 7 --seqlen 1 --width 2 --dtype bf16 --vectors 1 --rows 64" \
-    "--batch 2 --dim 9 --seqlen 4112 --width 3 --dtype bf16 --bias --silu --layout channel-first"
+    "--batch 2 --dim 9 --seqlen 4112 --width 3 --dtype bf16 --bias --silu --layout channel-first" \
+    "--batch 2 --dim 136 --seqlen 300 --width 4 --dtype bf16 --bias --silu --layout channel-last --rows 64"
 else
   row ch09_direct_backward bench FAIL "$exe9 not built"
 fi

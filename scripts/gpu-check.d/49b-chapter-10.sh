@@ -12,7 +12,9 @@
 #                                        the 32768 tokens, D 4096, states read from and written to a
 #                                        cache; bias and SiLU; fp32; the rows form in 7 chunks; the
 #                                        channel-last forward on chapter 08's tiled kernel
-#                                        (--cl-forward tiled) beside its staged one
+#                                        (--cl-forward tiled) beside its staged one, and the
+#                                        channel-last backward on chapter 09's tiled kernel
+#                                        (--cl-backward tiled) beside its staged one
 #   ch10_goals.md                        the goals (rows within 5 % of chapters 08/09, varlen forward
 #                                        at 85 % of the copy ceiling), met or not, from bench_10*.tsv
 #   ch10_resources.txt, .tsv             registers, stack and local memory per kernel (cuobjdump)
@@ -45,6 +47,10 @@ if [[ -x $exe10 ]]; then
     --cl-forward tiled
   run10 rows_bf16_tiled "${big10[@]}" --dtype bf16 --form rows --layout channel-last --seq-lens random:8 \
     --direction forward --cl-forward tiled
+  # The channel-last backward on chapter 09's tiled kernel instead of its staged one (the plain
+  # baseline too).
+  run10 rows_bf16_bwd_tiled "${big10[@]}" --dtype bf16 --form rows --layout channel-last --seq-lens random:8 \
+    --direction backward --cl-backward tiled
 
   # The chapter's goals, met or not, from the benchmarks above (scripts/ch10_goals.py).
   if python3 "$root/scripts/ch10_goals.py" "$out/results" > "$out/results/ch10_goals.md" 2> "$out/logs/ch10_goals.log"; then
@@ -53,7 +59,7 @@ if [[ -x $exe10 ]]; then
     row ch10_packed_sequences "the chapter's goals" FAIL "see logs/ch10_goals.log"
   fi
 
-  resources_table ch10_packed_sequences "$exe10" 'conv_fwd_c[fl]_|conv_bwd_c[fl]I|conv_bwd_cf_stagedI|cf_row_edges' \
+  resources_table ch10_packed_sequences "$exe10" 'conv_fwd_c[fl]_|conv_bwd_c[fl]I|conv_bwd_c[fl]_stagedI|cf_row_edges' \
     "$out/results/ch10_resources.txt" 'PackedRows|RowSpansBwd|Varlen'
 
   step "ch10 under Nsight Compute"
@@ -76,7 +82,8 @@ if [[ -x $exe10 ]]; then
   # staged kernel, and rows with seq_idx there (the words); channel-last rows on chapter 08's
   # staged kernel, a sequence across its tiles;
   # a varlen batch of many short sequences on it, several in a batch of 8 rows; channel-last rows
-  # backward with several sequences a tile (its walk with flags, a batch reading past the tile).
+  # backward with several sequences a tile (its walk with flags, a batch reading past the tile);
+  # the channel-last backward in fp32 (two channels a lane) with lanes past D, both forms.
   sanitize_shapes ch10_packed_sequences "$exe10" \
     "--batch 3 --dim 37 --seqlen 5 --width 3 --bias --silu --dtype fp32 --initial-states --seq-lens random:4" \
     "--batch 1 --dim 40 --seqlen 90 --width 4 --dtype bf16 --initial-states --form varlen --seq-lens 1,0,2,3,0,84" \
@@ -86,7 +93,8 @@ if [[ -x $exe10 ]]; then
     "--batch 3 --dim 11 --seqlen 512 --width 3 --dtype bf16 --initial-states --form rows --layout channel-first --seq-lens random:8" \
     "--batch 2 --dim 16 --seqlen 150 --width 4 --dtype bf16 --silu --initial-states --form rows --layout channel-last --direction forward --seq-lens 1,0,70,3,50" \
     "--batch 1 --dim 64 --seqlen 700 --width 3 --dtype fp16 --initial-states --form varlen --direction forward --seq-lens random:60" \
-    "--batch 2 --dim 32 --seqlen 300 --width 4 --dtype bf16 --bias --silu --initial-states --form rows --layout channel-last --direction backward --seq-lens random:12"
+    "--batch 2 --dim 32 --seqlen 300 --width 4 --dtype bf16 --bias --silu --initial-states --form rows --layout channel-last --direction backward --seq-lens random:12" \
+    "--batch 2 --dim 70 --seqlen 200 --width 3 --dtype fp32 --initial-states --form both --layout channel-last --direction backward --seq-lens random:5"
 else
   row ch10_packed_sequences bench FAIL "$exe10 not built"
 fi
