@@ -2,8 +2,8 @@
 // channel-first rows of a length the vector divides, its staged kernel for the plain form, for
 // rows of one sequence each (RowStatesBwd below) and for rows with seq_idx, with the forward's tap
 // words made before it (RowTapsBwd, span_map.cuh); cf_fused for other channel-first rows (with a
-// span map where the rows' length allows one but the staged kernel is not asked for), cl_tiled for
-// channel-last ones. Then chapter 09's reduce_partials for dweight and dbias, summed in a fixed
+// span map where the rows' length allows one but the staged kernel is not asked for); channel-last,
+// its staged kernel (cl_staged) where D is a multiple of its 8-byte copy, else cl_tiled. Then chapter 09's reduce_partials for dweight and dbias, summed in a fixed
 // order. What each form hands to the kernel, and the launches; the chapter and its tests both go
 // through here.
 #pragma once

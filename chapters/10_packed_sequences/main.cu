@@ -20,7 +20,8 @@
 // back in) handled by the same launch. In channel-first rows of a length the vector divides, the
 // backward takes chapter 09's staged kernel, as the plain backward does: rows without seq_idx (one
 // sequence a row, states or not) by their states alone, rows with seq_idx with the forward's words
-// of taps made before it (--span-map off: cf_fused, which reads the ids itself).
+// of taps made before it (--span-map off: cf_fused, which reads the ids itself). Channel-last, both
+// forms take chapter 09's staged backward (cl_staged; --cl-backward tiled: cl_tiled).
 // Chapter 08's and 09's kernels on the same x without packing (*_plain) measure what it costs. As in
 // chapters 08 and 09 the tensors stay on the device and a timed run is the kernels alone.
 #include <algorithm>
