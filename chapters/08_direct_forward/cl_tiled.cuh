@@ -207,12 +207,6 @@ ClGrid cl_grid(const DirectArgs<T>& a, int rows, const Seqs& seqs) {
   return {FastDivmod(columns), FastDivmod(tiles), blocks};
 }
 
-// Calls f(std::integral_constant<int, R>) for the R of kRows... that equals `rows`; false if none.
-template <int... kRows, class F>
-bool with_rows(int rows, F&& f) {
-  return ((rows == kRows ? (f(std::integral_constant<int, kRows>{}), true) : false) || ...);
-}
-
 // For the sequences `seqs` (chapter 10 passes packed ones).
 template <class T, class Seqs = OneSequencePerRow>
 void launch_cl_tiled(const DirectArgs<T>& a, int width, int rows, int max_access_bytes = 16,

@@ -233,6 +233,13 @@ constexpr bool compiled(int size, int access) {
   return false;
 }
 
+// Calls f(std::integral_constant<int, R>) for the R of kRows... that equals `rows` (the launchers'
+// rows per thread or warp, a template parameter of their kernels); false if none does.
+template <int... kRows, class F>
+bool with_rows(int rows, F&& f) {
+  return ((rows == kRows ? (f(std::integral_constant<int, kRows>{}), true) : false) || ...);
+}
+
 // Blocks of 128 threads a multiprocessor must hold of a channel-last kernel with packed sequences
 // (chapter 10): as many as of the plain kernel of its launch configuration (at most 168 registers
 // a thread for every configuration chapter 10 compiles, 3 blocks). The packed kernel's rare paths

@@ -34,6 +34,48 @@ constexpr int kClsChannels = kClsCopyBytes / int(sizeof(T));
 constexpr size_t kClsSmemBytes =  // the ring: [depth][batch row][x, dout][thread], 48 KB a block
     size_t(kClsDepth) * kClsBatch * 2 * kClsThreads * kClsCopyBytes;
 
+// [docs:ch10_warp_flags]
+// (Chapter 10) the flag bytes of a mixed tile's outputs t0 .. t0 + kCount - 1, asked once by the
+// warp's lanes together: lane l asks those of outputs t0 + l, t0 + l + kWarpLanes, ... and packs
+// each with the next three lanes' into a word. A batch of 8 outputs from t0 + r then has its bytes
+// in two words of two lanes, two shuffles away: no batch of the tile waits on memory for them.
+template <int kCount>
+struct WarpFlags {
+  static constexpr int kHeld = (kCount + kWarpLanes - 1) / kWarpLanes;
+  uint32_t words[kHeld];  // [j]: the bytes of outputs t0 + l + kWarpLanes j .. + 3 (l: this lane)
+
+  template <int W, class Seqs>
+  __device__ __forceinline__ void ask(const Seqs& seqs, int64_t b, int64_t t0, int64_t len,
+                                      int lane) {
+#pragma unroll
+    for (int j = 0; j < kHeld; ++j) {
+      const int r = lane + j * kWarpLanes;
+      const uint32_t v = r < kCount && t0 + r < len ? seqs.template flags<W>(b, t0 + r) : 0u;
+      words[j] = v | shuffle_down(v, 1) << 8 | shuffle_down(v, 2) << 16 | shuffle_down(v, 3) << 24;
+    }
+  }
+  // The bytes of outputs t0 + r .. t0 + r + 7 (r a multiple of 8). Every lane of the warp must
+  // call it; all get the same answer.
+  __device__ __forceinline__ TokenFlags<kClsBatch> batch(int r) const {
+    const int j = r / kWarpLanes, at = r % kWarpLanes;
+    uint32_t w = words[0];
+#pragma unroll
+    for (int m = 1; m < kHeld; ++m)
+      if (j == m) w = words[m];  // (a select: `words` stays in registers)
+    TokenFlags<kClsBatch> fl;
+    fl.w[0] = shuffle(w, at);
+    fl.w[1] = shuffle(w, at + 4);
+    return fl;
+  }
+};
+
+template <int W>
+__device__ __forceinline__ bool every_tap(const TokenFlags<kClsBatch>& fl) {
+  constexpr uint32_t kAll = 0x01010101u * kAllTaps<W>;
+  return fl.w[0] == kAll && fl.w[1] == kAll;
+}
+// [/docs:ch10_warp_flags]
+
 // [docs:ch09_cl_staged]
 // Rows t .. t + n - 1 of x and dout into a slot of the ring (this lane's column of it), rows from
 // L on as zeros; then the group is closed, even when n is 0, so that "all but the newest
@@ -102,7 +144,9 @@ __device__ __forceinline__ void cl_staged_bwd(const BwdArgs<T>& a, const FastDiv
       if (channels && t0 - W + k >= 0)
         to_floats(*reinterpret_cast<const Vec<T, N>*>(x + (t0 - W + k) * dim), xw[k]);
     uint32_t fw = 0;  // (chapter 10) the flags of the last W positions
-    [[maybe_unused]] auto batches = seqs.template batches<W, kClsBatch>(b, t0, span);
+    [[maybe_unused]] WarpFlags<kRows + W - 1> tile;  // (chapter 10) a mixed tile's flags
+    if constexpr (Seqs::kPacked)
+      if (span != Span::full) tile.template ask<W>(seqs, b, t0, len, lane);
 
     // dx of row s, W-1 behind step r of a batch, where it is one of this tile's rows (`from`: the
     // batch's first step that has one).
@@ -148,11 +192,13 @@ __device__ __forceinline__ void cl_staged_bwd(const BwdArgs<T>& a, const FastDiv
       const int from = i > 0 ? 0 : W - 1;
       if constexpr (!Seqs::kPacked) {
         walk_full(rows, t, Batch{}, true, from);
-      } else {  // (chapter 10) a mixed tile asks batch by batch: most of its batches are full too
-        if (span == Span::full || batches.span(t) == Span::full)
+      } else {  // (chapter 10) a mixed tile, batch by batch: most of its batches are full too
+        TokenFlags<kClsBatch> fl{};
+        if (span != Span::full) fl = tile.batch(i * kClsBatch);
+        if (span == Span::full || every_tap<W>(fl))
           walk_full(rows, t, Batch{}, true, from);
         else
-          walk_flags(rows, t, kClsBatch, true, from, batches.flags(t));
+          walk_flags(rows, t, kClsBatch, true, from, fl);
       }
       fetch(i + kClsDepth);  // into the slots just read
     }
@@ -165,7 +211,7 @@ __device__ __forceinline__ void cl_staged_bwd(const BwdArgs<T>& a, const FastDiv
       if (span == Span::full)
         walk_full(rows, t, Tail{}, false, 0);
       else
-        walk_flags(rows, t, W - 1, false, 0, batches.flags(t));
+        walk_flags(rows, t, W - 1, false, 0, tile.batch(kRows));
     }
   }
   // (Chapter 10) the initial states' gradient of the sequences that start in this tile.
@@ -254,12 +300,8 @@ void launch_cl_bwd_staged(const BwdArgs<T>& a, int width, int rows, cudaStream_t
         kernel = a.silu ? conv_bwd_cl_staged<T, W, R, true, Seqs>
                         : conv_bwd_cl_staged<T, W, R, false, Seqs>;
     };
-    switch (rows) {
-      case 16: pick(std::integral_constant<int, 16>{}); break;
-      case 32: pick(std::integral_constant<int, 32>{}); break;
-      case 64: pick(std::integral_constant<int, 64>{}); break;
-      default: throw std::invalid_argument("conv_bwd_cl_staged: rows per warp must be 16, 32 or 64");
-    }
+    if (!ch08::with_rows<16, 32, 64>(rows, pick))
+      throw std::invalid_argument("conv_bwd_cl_staged: rows per warp must be 16, 32 or 64");
     if (!kernel)
       throw std::invalid_argument("conv_bwd_cl_staged: not compiled for " + std::to_string(rows) +
                                   " rows a warp with these sequences");
