@@ -71,13 +71,13 @@ __device__ __forceinline__ void cl_bwd_step(const Seqs& seqs, int64_t b, int64_t
     if constexpr (Seqs::kPacked)
       if ((m & kEdge) && channels) {  // the inputs before the sequence's start are its state's
         const int before = __ffs(m & kAllTaps<W>) - 1;  // taps before the start
+        // (the sequence's states asked once, then the N channels' values, none waiting on another)
+        const T* st = seqs.template states_of<W>(b, t) + d0 * (W - 1);
 #pragma unroll
-        for (int i = 0; i < N; ++i) {
-          const T* st = seqs.template state_at<W>(b, t, d0 + i);
+        for (int i = 0; i < N; ++i)
 #pragma unroll
           for (int k = 0; k < W - 1; ++k)
-            if (k < before) xw[k][i] = to_float(st[(W - 1) + k - before]);
-        }
+            if (k < before) xw[k][i] = to_float(st[i * (W - 1) + (W - 1) + k - before]);
       }
   }
   const unsigned zt = kFull ? kAllTaps<W> : ch08::taps_with_state<W>(m);
@@ -98,11 +98,16 @@ __device__ __forceinline__ void cl_bwd_step(const Seqs& seqs, int64_t b, int64_t
   // dx[s], s = t - (W-1): sum_k w[k] dz[s + (W-1) - k] over the taps of those positions that count
   // (the final state's gradient first, where s's input is one).
   const unsigned fin = kFull ? 0u : fw >> (8 * (W - 1) + kFinalShift) & 3u;
+  float from_final[N] = {};
+  if constexpr (!kFull && Seqs::kPacked)
+    if (fin && channels) {  // (as the states above: one question, then N loads side by side)
+      const float* g = seqs.template dfinals_of<W>(b, t - (W - 1)) + d0 * (W - 1) + (fin - 1);
+#pragma unroll
+      for (int i = 0; i < N; ++i) from_final[i] = g[i * (W - 1)];
+    }
 #pragma unroll
   for (int i = 0; i < N; ++i) {
-    float acc = 0.0f;
-    if constexpr (!kFull && Seqs::kPacked)
-      if (fin && channels) acc = seqs.template dfinal_at<W>(b, t - (W - 1), d0 + i, int(fin) - 1);
+    float acc = from_final[i];
 #pragma unroll
     for (int k = 0; k < W; ++k)
       if (kFull || (fw >> (8 * k + k) & 1u)) acc += f[i].w[k] * dzw[W - 1 - k][i];

@@ -205,24 +205,39 @@ __device__ __forceinline__ Span scan_ids_by(const int32_t* ids, int64_t lo, int6
   return votes & 1u && ref >= 0 ? Span::full : votes & 2u ? Span::padding : Span::mixed;
 }
 
-// dz at output t of one channel, straight from memory, for the backward's edges: x_row and g_row
-// hold position p at [p * stride]; inputs before `start` are the state `st` (the flags say which
-// taps count, an edge's state taps among them).
-template <int W, class T>
-__device__ __forceinline__ float dz_from_memory(const T* x_row, const T* g_row, int64_t stride,
-                                                int64_t start, const T* st, const Filter<W>& f,
-                                                unsigned flags, int64_t t, bool silu) {
-  const unsigned taps = ch08::taps_with_state<W>(flags);
-  if (!taps) return 0.0f;
-  float in[W];
+// dz at a sequence's first W-1 positions (start + m, m < W-1) in N neighbouring channels, from
+// values already in registers: its first inputs head[m] and dout there gs[m] (channels side by
+// side), the state st[i] of channel i before it and the positions' flags fl[m] (0: past the
+// sequence's end). The taps that do not count take 0, as in the walk.
+template <int W, class T, int N>
+__device__ __forceinline__ void edge_dz(const Filter<W> (&f)[N], const Vec<T, N> (&head)[W - 1],
+                                        const Vec<T, N> (&gs)[W - 1], const T (&st)[N][W - 1],
+                                        const unsigned (&fl)[W - 1], bool silu,
+                                        float (&dz)[N][W - 1]) {
 #pragma unroll
-  for (int k = 0; k < W; ++k) {
-    const int64_t p = t - (W - 1) + k;
-    in[k] = !(taps >> k & 1u) ? 0.0f
-            : p >= start      ? to_float(x_row[p * stride])
-                              : to_float(st[(W - 1) + p - start]);
+  for (int m = 0; m < W - 1; ++m) {
+    const unsigned taps = ch08::taps_with_state<W>(fl[m]);
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      float in[W];
+      edge_window<W>(head, st[i], i, m, in);
+      dz[i][m] = taps ? ch09::dz_masked<W>(f[i], in, taps, to_float(gs[m].v[i]), silu) : 0.0f;
+    }
   }
-  return ch09::dz_at<W>(f, in, to_float(g_row[t * stride]), silu);
+}
+
+// The first W-1 inputs and douts of N neighbouring channels from position `start` of x and dout
+// (row p at [p * dim]; zeros from `end` on), each a load that waits on no other.
+template <int W, class T, int N>
+__device__ __forceinline__ void edge_rows(const T* x, const T* g, int64_t dim, int64_t start,
+                                          int64_t end, Vec<T, N> (&head)[W - 1],
+                                          Vec<T, N> (&gs)[W - 1]) {
+#pragma unroll
+  for (int m = 0; m < W - 1; ++m) {
+    const bool in = start + m < end;
+    head[m] = in ? *reinterpret_cast<const Vec<T, N>*>(x + (start + m) * dim) : zero_vec<T, N>();
+    gs[m] = in ? *reinterpret_cast<const Vec<T, N>*>(g + (start + m) * dim) : zero_vec<T, N>();
+  }
 }
 
 // The gradient of a sequence's state, input j - (W-1) before its start, from dz at its first W-1
@@ -540,25 +555,44 @@ struct PackedRows {
           [&](int t) { return (kLongRow || t < seqlen) && (flags_at(t) >> (W - 1 - t) & 1u); });
   }
 
-  // Channel-last tiles: the first tile of a row computes the row's initial states' gradient, its
-  // dz at the first W-1 positions again from memory.
+  // [docs:ch10_rows_tile_dinit]
+  // Channel-last tiles: the first tile of a row computes the row's initial states' gradient from
+  // dz at the first W-1 positions again. Every value it needs is asked first, in loads that wait
+  // on no other (the inputs and douts of those positions, the states, the filters), then the
+  // arithmetic: a channel and a value at a time, this was a chain of waits on memory in the one
+  // warp its block waited for.
   template <int W, int N, class Args>
   __device__ __noinline__ void tile_dinit(const Args a, int64_t b, int64_t d0, int64_t t0, int,
                                           bool) const {
     if (t0 != 0 || !dinitial_states) return;
-    const int64_t at = b * seqlen * dim;
-    for (int i = 0; i < N; ++i) {
-      const int64_t d = d0 + i;
-      const Filter<W> f = ch08::load_filter<W>(a.weight, a.bias, d);
-      float dz[W - 1];
+    const int64_t at = b * seqlen * dim + d0;
+    Vec<T, N> head[W - 1], gs[W - 1];
+    edge_rows<W>(a.x + at, a.dout + at, dim, 0, seqlen, head, gs);
+    unsigned fl[W - 1];
 #pragma unroll
-      for (int t = 0; t < W - 1; ++t)
-        dz[t] = t < seqlen ? dz_from_memory<W>(a.x + at + d, a.dout + at + d, dim, 0, state(b, d, W),
-                                               f, flags<W>(b, t), t, a.silu)
-                           : 0.0f;
-      row_dinit<W>(b, d, f, dz, [&](int t) { return flags<W>(b, t); });
-    }
+    for (int t = 0; t < W - 1; ++t) fl[t] = t < seqlen ? flags_here<W>(b, t) : 0u;
+    T st[N][W - 1];
+    load_states<T, N, W>(initial_states, (b * dim + d0) * (W - 1), st);
+    Filter<W> f[N];
+#pragma unroll
+    for (int i = 0; i < N; ++i) f[i] = ch08::load_filter<W>(a.weight, a.bias, d0 + i);
+    float dz[N][W - 1];
+    edge_dz<W>(f, head, gs, st, fl, a.silu, dz);
+#pragma unroll
+    for (int i = 0; i < N; ++i) row_dinit<W>(b, d0 + i, f[i], dz[i], [&](int t) { return fl[t]; });
   }
+
+  // Channel-last walks (chapter 09's step): the states of output t's sequence, and the final
+  // states' gradients, channel d's at + d (W-1).
+  template <int W>
+  __device__ __forceinline__ const T* states_of(int64_t b, int64_t) const {
+    return initial_states + b * dim * (W - 1);
+  }
+  template <int W>
+  __device__ __forceinline__ const float* dfinals_of(int64_t b, int64_t) const {
+    return dfinal_states + b * dim * (W - 1);
+  }
+  // [/docs:ch10_rows_tile_dinit]
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -736,49 +770,55 @@ struct Varlen {
   }
 
   // ---- Backward (chapter 09's kernels).
+  // The cache rows of output t's sequence (out of line: a search), channel d's at + d (W-1).
   template <int W>
-  __device__ __forceinline__ const T* state_at(int64_t, int64_t t, int64_t d) const {
-    return states_in + (slot(sequence_of(cu_seqlens, sequences, t)) * dim + d) * (W - 1);
+  __device__ __noinline__ const T* states_of(int64_t, int64_t t) const {
+    return states_in + int64_t(slot(sequence_of(cu_seqlens, sequences, t))) * dim * (W - 1);
   }
   template <int W>
-  __device__ __forceinline__ float dfinal_at(int64_t, int64_t t, int64_t d, int j) const {
-    return dfinal_states[(slot(sequence_of(cu_seqlens, sequences, t)) * dim + d) * (W - 1) + j];
+  __device__ __noinline__ const float* dfinals_of(int64_t, int64_t t) const {
+    return dfinal_states + int64_t(slot(sequence_of(cu_seqlens, sequences, t))) * dim * (W - 1);
   }
 
   // Channel-last tiles: for each sequence that starts in this tile (as tile_edges) and has a cache
-  // row, that row's gradient: dz at the sequence's first W-1 positions again, from memory (they
-  // may lie in the next tile), and what the final state's gradient passes straight back (a
-  // sequence shorter than W-1; all of it for a sequence of length 0).
+  // row, that row's gradient: dz at the sequence's first W-1 positions again (they may lie in the
+  // next tile), every value asked first as in PackedRows::tile_dinit, and what the final state's
+  // gradient passes straight back (a sequence shorter than W-1; all of it for one of length 0).
   template <int W, int N, class Args>
   __device__ __noinline__ void tile_dinit(const Args a, int64_t, int64_t d0, int64_t t0, int rows,
                                           bool full) const {
     const int64_t t_end = t0 + rows;
     if (!dstates || (full && t_end < total)) return;
+    Filter<W> f[N];
+#pragma unroll
+    for (int i = 0; i < N; ++i) f[i] = ch08::load_filter<W>(a.weight, a.bias, d0 + i);
     for (int32_t n = first_starting_at(cu_seqlens, sequences, t0); n < sequences; ++n) {
       const int64_t start = cu_seqlens[n], end = cu_seqlens[n + 1];
       if (start >= t_end && !(start == total && t_end >= total)) break;
       const int32_t s = slot(n);
       if (s < 0) continue;
-      for (int i = 0; i < N; ++i) {
-        const int64_t d = d0 + i, row = (s * dim + d) * (W - 1);
-        const Filter<W> f = ch08::load_filter<W>(a.weight, a.bias, d);
-        const T* st = states_in ? states_in + row : nullptr;
-        float dz[W - 1];
+      const int64_t row = (s * dim + d0) * (W - 1);  // channel d0+i's at row + i (W-1)
+      Vec<T, N> head[W - 1], gs[W - 1];
+      edge_rows<W>(a.x + d0, a.dout + d0, dim, start, end, head, gs);
+      unsigned fl[W - 1];
 #pragma unroll
-        for (int m = 0; m < W - 1; ++m)
-          dz[m] = start + m < end ? dz_from_memory<W>(a.x + d, a.dout + d, dim, start, st, f,
-                                                      flags_in<W>(n, start + m), start + m, a.silu)
-                                  : 0.0f;
+      for (int m = 0; m < W - 1; ++m)
+        fl[m] = start + m < end ? flags_at<W>(start, end, s, start + m) : 0u;
+      T st[N][W - 1];
+      load_states<T, N, W>(states_in, row, st);
+      float dz[N][W - 1];
+      edge_dz<W>(f, head, gs, st, fl, a.silu, dz);
+#pragma unroll
+      for (int i = 0; i < N; ++i)
 #pragma unroll
         for (int j = 0; j < W - 1; ++j) {
           const int64_t p = start - (W - 1) + j;  // the input this state value stands for
           const float from_final = dfinal_states && p >= end - (W - 1)
-                                       ? dfinal_states[row + (p - (end - (W - 1)))]
+                                       ? dfinal_states[row + i * (W - 1) + (p - (end - (W - 1)))]
                                        : 0.0f;
-          dstates[row + j] = state_gradient<W>(f, dz, j, from_final,
-                                               [&](int m) { return start + m < end; });
+          dstates[row + i * (W - 1) + j] =
+              state_gradient<W>(f[i], dz[i], j, from_final, [&](int m) { return start + m < end; });
         }
-      }
     }
   }
 };
