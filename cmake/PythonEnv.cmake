@@ -62,6 +62,10 @@ function(conv1d_add_python_tests)
     # at the limits and on a committed check's.
     add_test(NAME scripts.ch10_goals
              COMMAND ${CONV1D_PYTHON_PLAIN} ${PROJECT_SOURCE_DIR}/tests/scripts/test_ch10_goals.py)
+    # Nsight Compute's source page summed by how often each SASS line ran (scripts/ncu_source_summary.py),
+    # on a made-up page.
+    add_test(NAME scripts.ncu_source_summary
+             COMMAND ${CONV1D_PYTHON_PLAIN} ${PROJECT_SOURCE_DIR}/tests/scripts/test_ncu_source_summary.py)
   endif()
   if(NOT CONV1D_PYTHON)
     add_test(NAME python.skipped COMMAND sh -c "echo 'Python tests skipped: ${CONV1D_PYTHON_WHY}'; exit 77")

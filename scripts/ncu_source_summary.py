@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Where a kernel's instructions and warp-stall samples are, from Nsight Compute's source page
 (`ncu --import REPORT --page source --csv --print-source sass`, gzipped): SASS lines grouped by
-how many times each ran (a warp's once-a-tile code, the walk's batches, the walk with flags' steps
-... each has its own count), the stall reasons summed, and the lines with the most samples.
+how many times each ran (code run once a tile, once a batch, once a step of a rarer walk: each
+has its own count, so the groups name the code without reading the SASS), the instructions by
+opcode, the stall samples by reason, and the lines with the most samples. Standard library only.
 
-usage: source_summary.py SOURCE.csv.gz OUT.md
+usage: ncu_source_summary.py SOURCE.csv.gz OUT.md
 Beside OUT.md: OUT_groups.tsv (every group) and OUT_reasons.tsv (every stall reason), for the docs.
 """
 import collections
@@ -54,6 +55,16 @@ def main():
            "| times a line ran | lines | instructions | share | samples | share |", "|---|---|---|---|---|---|"]
     for times, (n, i, s) in sorted(groups.items(), key=lambda kv: -kv[1][1])[:12]:
         out.append(f"| {times} | {n} | {i} | {100 * i / total_i:.1f} % | {s} | {100 * s / total_s:.1f} % |")
+    ops = collections.Counter()
+    for r in rows:
+        words = r["Source"].split()
+        if words:
+            op = words[1] if words[0].startswith("@") and len(words) > 1 else words[0]
+            ops[op.split(".")[0]] += count(r)
+    out += ["", "## Instructions executed by opcode (the 12 most)", "", "| opcode | instructions | share |",
+            "|---|---|---|"]
+    for op, i in ops.most_common(12):
+        out.append(f"| {op} | {i} | {100 * i / total_i:.1f} % |")
     out += ["", "## Samples by stall reason", "", "| reason | samples | share |", "|---|---|---|"]
     for reason, s in by_reason.most_common(12):
         out.append(f"| {reason} | {s} | {100 * s / total_s:.1f} % |")
