@@ -558,9 +558,9 @@ struct PackedRows {
   // [docs:ch10_rows_tile_dinit]
   // Channel-last tiles: the first tile of a row computes the row's initial states' gradient from
   // dz at the first W-1 positions again. Every value it needs is asked first, in loads that wait
-  // on no other (the inputs and douts of those positions, the states, the filters), then the
-  // arithmetic: a channel and a value at a time, this was a chain of waits on memory in the one
-  // warp its block waited for.
+  // on no other (the inputs and douts of those positions, the states, the filters), and the
+  // arithmetic follows. (Asked a channel and a value at a time, they were a chain of waits on
+  // memory in the one warp its block waits for.)
   template <int W, int N, class Args>
   __device__ __noinline__ void tile_dinit(const Args a, int64_t b, int64_t d0, int64_t t0, int,
                                           bool) const {
