@@ -6,6 +6,8 @@
   run2/ncu_bytes.tsv            DRAM bytes and throughput of run2's raw counters, a row per kernel
                                 launch (R=8 and R=16 column tiles, chapter 08's plain kernel)
   run4/spread.tsv               run4's six processes: the goal ratios and the times behind them
+  run5/totals.tsv               run5's source pages (summed by scripts/ncu_source_summary.py into
+                                source_*_groups.tsv): warp instructions and stall samples a kernel
 """
 import csv
 import pathlib
@@ -77,7 +79,16 @@ def fmt(column, x):
     return f"{x:.1f}" if column == 6 else f"{x:.3f}" if column in (2, 5) else f"{x:.4f}"
 
 
+def totals():
+    with (HERE / "run5/totals.tsv").open("w") as out:
+        out.write("kernel\tinstructions\tsamples\n")
+        for k, name in (("TapWords", "column_r8"), ("EveryTap", "plain")):
+            rows = list(csv.DictReader((HERE / f"run5/source_{k}_groups.tsv").open(), delimiter="\t"))
+            out.write(f"{name}\t{sum(int(r['instructions']) for r in rows)}\t{sum(int(r['samples']) for r in rows)}\n")
+
+
 if __name__ == "__main__":
     ncu_details()
     ncu_bytes()
     spread()
+    totals()
