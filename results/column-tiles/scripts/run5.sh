@@ -3,6 +3,8 @@
 # at one place of every row first (run3's faster order); Nsight Compute's source counters for the
 # states alone (every tap counts, the words not read), the column-tile kernel and chapter 08's
 # plain kernel in the same process; their source pages as CSV, one a kernel.
+# (As run, its exports below matched no kernel, `--kernel-name` with `--import`: empty files, not
+# kept. scripts/run5_profile.sh, run on the same machine after it, made the source pages.)
 set -uo pipefail
 root=$(pwd); out=${OUT:?set OUT}
 res=$(mktemp -d); start=$SECONDS; stamp() { echo "[$((SECONDS - start)) s] $*"; }
