@@ -119,17 +119,20 @@ __global__ void __launch_bounds__(kStagedThreads)
     if constexpr (Taps::kMap)  // (chapter 10: the map is made by the launch before this one)
       if (i == 0) wait_for_previous_launch();
     const int64_t tile_b = g.by_dim.div(tl.row);  // the batch row of the tile's first row
+    const int64_t tile_v0 = tl.p0 / kPer;         // and its first vector's place in the row
     // A tile of whole short rows finds each vector's row and batch row by division; a piece of
     // one row (every tile of rows at least half a tile long) has them from the tile, once.
     auto places = [&](auto whole_rows) {
 #pragma unroll
       for (int j = 0; j < kStagedMine; ++j) {
-        const int64_t v = threadIdx.x + j * kStagedThreads;
+        const int v = threadIdx.x + j * kStagedThreads;
         const int64_t r = whole_rows ? g.by_row_vectors.div(v) : 0;
         row[j] = tl.row + r;
         t0[j] = tl.p0 + (v - r * row_vectors) * kPer;
         const int64_t b = whole_rows ? g.by_dim.div(row[j]) : tile_b;
-        taps_word[j] = v < tl.vectors ? taps.word(b, t0[j] / kPer) : 0u;
+        // (Chapter 10) In a piece of a row, vector v's word is the v-th after the tile's first:
+        // one address a tile, the four loads at offsets from it (docs/10, the thirty-fifth version).
+        taps_word[j] = v < tl.vectors ? taps.word(b, whole_rows ? t0[j] / kPer : tile_v0 + v) : 0u;
       }
     };
     if (g.rows_per_tile > 1)
