@@ -7,13 +7,18 @@
   summary.tsv   the same by call, configuration and form: medians, and the ratio's min and max
   ncu.tsv       the source pages of run1, run2 and run3 (summed by scripts/ncu_source_summary.py
                 into source_*_reasons.tsv and .md): warp instructions, stall samples, and the
-                samples of the reasons the docs discuss, a row per kernel profiled
+                samples of the reasons the docs discuss, a row per kernel profiled; and from the
+                source pages themselves (source_*.csv.gz), the warp instructions a tile takes
+                (all of them over the times the tile's barrier ran) and those before the tile's
+                wait (the lines up to `DEPBAR.LE SB0, 0x2`, over the same count; the kernel's
+                start, run once a warp, is spread over its tiles)
 
 Forms: base (the committed kernel before the thirty-fifth version), u1 and u2 (the loop over a
 thread's vectors rolled to one or two copies, rolled.patch), tw (a tile's words from one address,
 tile-words.patch, the thirty-fifth version).
 """
 import csv
+import gzip
 import pathlib
 import re
 import statistics
@@ -64,6 +69,24 @@ def summary(rows):
     return out
 
 
+def per_tile(path):
+    rows = list(csv.reader(gzip.open(path, "rt", newline="")))
+    head, body = rows[1], rows[2:]
+    source, executed = head.index("Source"), head.index("Instructions Executed")
+    total = before = tiles = 0
+    waited = False
+    for r in body:
+        n = int(r[executed] or 0)
+        total += n
+        if not waited:
+            before += n
+        if "DEPBAR.LE SB0, 0x2" in r[source]:
+            waited = True
+        if "BAR.SYNC" in r[source]:
+            tiles = n
+    return f"{total / tiles:.1f}", f"{before / tiles:.1f}"
+
+
 def ncu():
     out = []
     for call in ("run1", "run2", "run3"):
@@ -80,6 +103,7 @@ def ncu():
                         "samples": m.group(3), "no_inst": reasons["no_inst"],
                         "barrier": reasons["barrier"], "issue": reasons["selected"] + reasons["not_selected"] + reasons["wait"],
                         "long_sb": reasons["long_sb"]})
+            out[-1]["per_tile"], out[-1]["before_wait"] = per_tile(HERE / call / f"source_{name}.csv.gz")
     return out
 
 
