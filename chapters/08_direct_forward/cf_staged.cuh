@@ -64,10 +64,11 @@ struct StagedTiles {
 };
 
 // [docs:ch08_cf_staged]
-template <class T, int W, class Taps>
+template <class T, int W, class Taps, int kSilu = -1>  // kSilu: -1 a.silu at run time, 0 off, 1 on
 __global__ void __launch_bounds__(kStagedThreads)
     conv_fwd_cf_staged(DirectArgs<T> a, StagedTiles g, Taps taps, int64_t blocks) {
   constexpr int kPer = kPer16<T>;
+  const bool silu = kSilu < 0 ? a.silu : kSilu == 1;
   constexpr uint32_t kEveryTap = kPer * W >= 32 ? ~0u : (1u << (kPer * W)) - 1u;  // a word's bits
   extern __shared__ Bytes16 staged[];  // kStagedStages stages of kStagedStageVectors vectors
   const int64_t rows = a.batch * a.dim, row_vectors = a.seqlen / kPer;
@@ -172,11 +173,11 @@ __global__ void __launch_bounds__(kStagedThreads)
       float y[kPer];
       if (every_tap) {
 #pragma unroll
-        for (int o = 0; o < kPer; ++o) y[o] = conv_output<W, false>(f, &win.v[o], 0, a.silu);
+        for (int o = 0; o < kPer; ++o) y[o] = conv_output<W, false>(f, &win.v[o], 0, silu);
       } else {  // each output by its taps; none: padding, exactly 0
 #pragma unroll
         for (int o = 0; o < kPer; ++o)
-          y[o] = conv_output<W, true, true>(f, &win.v[o], m >> (o * W) & kAllTaps<W>, a.silu);
+          y[o] = conv_output<W, true, true>(f, &win.v[o], m >> (o * W) & kAllTaps<W>, silu);
       }
       store16_unordered(a.out + row[j] * a.seqlen + t0[j], from_floats<T, kPer>(y));
       // (Chapter 10) a row's last W-1 inputs of its last sequence: tap q+1 of its last output.
@@ -227,7 +228,13 @@ void launch_cf_staged(const DirectArgs<T>& a, int width, cudaStream_t s = 0,
   const StagedTiles g = staged_tiles(a);
   dispatch_width(width, [&](auto w) {
     constexpr int W = decltype(w)::value;
-    auto kernel = conv_fwd_cf_staged<T, W, Taps>;
+    // (Chapter 10) With a map, SiLU compiled in or out: the kernel's two forms are code enough.
+    auto kernel = [&] {
+      if constexpr (Taps::kMap)
+        return a.silu ? conv_fwd_cf_staged<T, W, Taps, 1> : conv_fwd_cf_staged<T, W, Taps, 0>;
+      else
+        return conv_fwd_cf_staged<T, W, Taps>;
+    }();
     int64_t blocks =
         resident_blocks(reinterpret_cast<const void*>(kernel), kStagedThreads, kStagedSmemBytes);
     if (max_blocks > 0) blocks = std::min(blocks, max_blocks);
