@@ -206,26 +206,16 @@ __global__ void __launch_bounds__(kStagedThreads)
       const int v = threadIdx.x + j * kStagedThreads;
       // (Rows with seq_idx, without SiLU: a warp whose vectors all count every tap, those of the
       // W-1 outputs after them too, takes the arithmetic without the words; a vote, so that the
-      // warp runs one. A warp whose vectors count none, padding, writes dx = 0 and adds nothing
-      // (but not at a row's start, whose vector writes the state's gradient). With SiLU the
-      // arithmetic is long enough that its second copy costs more than it saves, and every warp
-      // takes the words.)
+      // warp runs one. With SiLU the arithmetic is long enough that its second copy costs more
+      // than it saves, and every warp takes the words.)
       constexpr bool kVote = States::kTapWords && kSilu == Silu::off;
       constexpr uint32_t kOwnAll = uint32_t((uint64_t(1) << (kPer * W)) - 1),
                          kNextAll = (1u << ((W - 1) * W)) - 1;
-      bool every_tap = false, no_tap = false;
-      if constexpr (kVote) {
+      bool every_tap = false;
+      if constexpr (kVote)
         every_tap = warp_all(v >= tl.vectors || ((own_word[j] & kOwnAll) == kOwnAll &&
                                                  (next_word[j] & kNextAll) == kNextAll));
-        no_tap = warp_all(v >= tl.vectors || ((own_word[j] & kOwnAll) == 0 &&
-                                              (next_word[j] & kNextAll) == 0 && t0[j] != 0));
-      }
       if (v >= tl.vectors) continue;
-      if (no_tap) {
-        const float zeros[kPer] = {};
-        store16_unordered(a.dx + row[j] * a.seqlen + t0[j], ch08::from_floats<T, kPer>(zeros));
-        continue;
-      }
       const Filter<W>& fv = f[whole_rows ? j : 0];
       // x[t0 - (W-1) .. t0 + kPer + W-2] and dout[t0 .. t0 + kPer + W-2], t0 the vector's first
       // position; zeros before t = 0 and from L on (whole rows a tile: the stage holds the next
