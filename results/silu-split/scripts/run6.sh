@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Prepared for a later call, not yet run: two independent patches applied to the working tree by
-# this script, next/silu-split.patch (SiLU compiled in or out of the channel-first forward with a
-# map; chapter 08's file) and next/bwd-tile-words.patch (the thirty-fifth version's words from one
+# The first call of the thirty-sixth version (run as is; before it, in results/code-size/next/): two independent patches applied to the working tree by
+# this script, silu-split.patch (SiLU compiled in or out of the channel-first forward with a
+# map; chapter 08's file) and bwd-tile-words.patch (the thirty-fifth version's words from one
 # address in chapter 09's staged backward; chapter 09's file), against the tree as committed (a
 # copy without them), built side by side; each timed in turn, three times, forward and backward,
 # at 8 x 4096 x 4096 (rows of 8 documents with states, the states alone, bf16 with bias + SiLU,
-# fp32; 64 documents once); then the warp states and instruction counts of the patched forward. Run from the repository root: bash results/code-size/next/run6.sh
+# fp32; 64 documents once); then the warp states and instruction counts of the patched forward. Run from the repository root: bash results/silu-split/scripts/run6.sh
 set -uo pipefail
 root=$(pwd); out=${OUT:?set OUT}
 res=$(mktemp -d); start=$SECONDS; stamp() { echo "[$((SECONDS - start)) s] $*"; }
@@ -13,7 +13,7 @@ trap 'exit 143' TERM
 trap 'sed -i "s#$root/##g; s#$res/#<results>/#g; s#/tmp/tmp\.[A-Za-z0-9]*#<tmp>#g" "$res"/*.txt 2>/dev/null; tar czf "$out/run.tgz" -C "$res" .' EXIT
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$res/gpu.txt"; cat "$res/gpu.txt"
 base=$(mktemp -d); tar cf - --exclude=./build --exclude=./results . | tar xf - -C "$base"
-git apply results/code-size/next/silu-split.patch results/code-size/next/bwd-tile-words.patch &&
+git apply results/silu-split/silu-split.patch results/silu-split/bwd-tile-words.patch &&
   stamp "patches applied to the working tree"
 build() {  # dir, source, extra flags
   cmake -S "$2" -B "$1" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=native \
