@@ -796,7 +796,7 @@ TEST(Ch10RowsBackward, RowsWithoutSeqIdxOnTheStagedKernel) {
 // that end in padding; 8 documents a row in every third), states or not, every dtype, widths 2-4,
 // bias and SiLU or not; pieces of a row (4104: a short last piece), whole rows a tile (512
 // positions in 16-bit storage, 256 in fp32) and random lengths; last, rows of 4096 whose
-// sequences end at 1601, without SiLU: warps of padding only.
+// sequences end at 1601, without SiLU, so that whole warps hold nothing but padding.
 TEST(Ch10RowsBackward, RowsWithSeqIdxOnTheStagedKernel) {
   CONV1D_REQUIRE_GPU_OR_SKIP();
   Rng rng(2028);
