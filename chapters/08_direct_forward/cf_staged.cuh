@@ -64,11 +64,11 @@ struct StagedTiles {
 };
 
 // [docs:ch08_cf_staged]
-template <class T, int W, class Taps, int kSilu = -1>  // kSilu: -1 a.silu at run time, 0 off, 1 on
+template <class T, int W, class Taps, Silu kSilu = Silu::runtime>
 __global__ void __launch_bounds__(kStagedThreads)
     conv_fwd_cf_staged(DirectArgs<T> a, StagedTiles g, Taps taps, int64_t blocks) {
   constexpr int kPer = kPer16<T>;
-  const bool silu = kSilu < 0 ? a.silu : kSilu == 1;
+  const bool silu = silu_in<kSilu>(a);
   constexpr uint32_t kEveryTap = kPer * W >= 32 ? ~0u : (1u << (kPer * W)) - 1u;  // a word's bits
   extern __shared__ Bytes16 staged[];  // kStagedStages stages of kStagedStageVectors vectors
   const int64_t rows = a.batch * a.dim, row_vectors = a.seqlen / kPer;
@@ -231,7 +231,8 @@ void launch_cf_staged(const DirectArgs<T>& a, int width, cudaStream_t s = 0,
     // (Chapter 10) With a map, SiLU compiled in or out: the kernel's two forms are code enough.
     auto kernel = [&] {
       if constexpr (Taps::kMap)
-        return a.silu ? conv_fwd_cf_staged<T, W, Taps, 1> : conv_fwd_cf_staged<T, W, Taps, 0>;
+        return a.silu ? conv_fwd_cf_staged<T, W, Taps, Silu::on>
+                      : conv_fwd_cf_staged<T, W, Taps, Silu::off>;
       else
         return conv_fwd_cf_staged<T, W, Taps>;
     }();

@@ -31,6 +31,16 @@ struct DirectArgs {
   CONV1D_HOST_DEVICE int64_t elements() const { return batch * dim * seqlen; }
 };
 
+// Whether a kernel applies SiLU: asked of the arguments at run time (chapters 08 and 09's own
+// kernels), or compiled in or out (chapter 10's kernels with several forms, where the test and the
+// SiLU code in every form made the kernels wait on their instruction fetch). `Args`: any arguments
+// with a `silu` flag (this chapter's DirectArgs, chapter 09's BwdArgs).
+enum class Silu : uint8_t { runtime, off, on };
+template <Silu S, class Args>
+__device__ __forceinline__ bool silu_in(const Args& a) {
+  return S == Silu::runtime ? a.silu : S == Silu::on;
+}
+
 // One channel's filter in fp32: the W taps and the bias (0 without one).
 template <int W>
 struct Filter {

@@ -32,6 +32,8 @@ using ch08::kAllTaps;
 using ch08::kEdge;
 using ch08::kFinalShift;
 using ch08::load_filter;
+using ch08::Silu;
+using ch08::silu_in;
 using ch08::OneSequencePerRow;
 using ch08::Span;
 using ch08::TokenFlags;
@@ -55,13 +57,7 @@ struct BwdArgs {
 
 // Whether dz takes SiLU's derivative: chapter 09's kernels ask the arguments at each position;
 // chapter 10's packed kernels, whose steps take several forms, are compiled once with it and once
-// without (the test and the SiLU code in every form of every step made the channel-first kernel
-// wait on its instruction fetch).
-enum class Silu : uint8_t { runtime, off, on };
-template <Silu S, class T>
-__device__ __forceinline__ bool silu_in(const BwdArgs<T>& a) {
-  return S == Silu::runtime ? a.silu : S == Silu::on;
-}
+// without (chapter 08's `Silu` and `silu_in`).
 
 // dz at one position from dout there and, with SiLU, the window x[t-(W-1) .. t] (zeros before t = 0
 // already in it).
