@@ -161,14 +161,22 @@ __global__ void __launch_bounds__(kStagedThreads)
     uint32_t own_word[kWords] = {}, next_word[kWords] = {};
     if constexpr (States::kTapWords) {
       if (i == 0) wait_for_previous_launch();  // (the words are made by the launch before this one)
-      const int64_t tile_b = g.by_dim.div(tl.row);
+      // (In a piece of a row, vector u's word is the u-th after the tile's first.)
+      const uint32_t* my_words =
+          whole_rows ? nullptr : states.words_of(g.by_dim.div(tl.row)) + tl.p0 / kPer + threadIdx.x;
 #pragma unroll
       for (int j = 0; j < kStagedMine; ++j) {
         own_word[j] = next_word[j] = ~0u;  // (past L: every tap; dout is 0 there)
-        if (int(threadIdx.x) + j * kStagedThreads >= tl.vectors) continue;
-        const int64_t b = whole_rows ? g.by_dim.div(row[j]) : tile_b, v = t0[j] / kPer;
-        own_word[j] = states.word(b, v);
-        if (t0[j] + kPer < a.seqlen) next_word[j] = states.word(b, v + 1);
+        const int u = threadIdx.x + j * kStagedThreads;
+        if (u >= tl.vectors) continue;
+        if constexpr (whole_rows) {
+          const int64_t b = g.by_dim.div(row[j]), v = t0[j] / kPer;
+          own_word[j] = states.word(b, v);
+          if (t0[j] + kPer < a.seqlen) next_word[j] = states.word(b, v + 1);
+        } else {
+          own_word[j] = my_words[j * kStagedThreads];
+          if (t0[j] + kPer < a.seqlen) next_word[j] = my_words[j * kStagedThreads + 1];
+        }
       }
     }
     auto taps = [&](int j, int e) -> unsigned {  // of output t0[j] + e, e < kPer + W-1

@@ -159,6 +159,9 @@ struct RowTapsBwd : RowStatesBwd<T> {
   __device__ __forceinline__ uint32_t word(int64_t b, int64_t v) const {
     return words[b * vectors_per_row + v];
   }
+  __device__ __forceinline__ const uint32_t* words_of(int64_t b) const {
+    return words + b * vectors_per_row;
+  }
 };
 // [/docs:ch10_row_taps_bwd]
 template <class T>
