@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prepared for the next call, not yet run. Tests the thirty-seventh attempt's reading: that the
+# First call of the thirty-eighth version (run1/, with TREES="base tw"). Tests the thirty-seventh attempt's reading: that the
 # two slower changes to chapter 09's staged backward (results/silu-split/bwd-tile-words.patch,
 # results/padding-skip/padding-skip.patch) are slower because the compiler moved tile-level work
 # off the uniform datapath and reloads kernel parameters into vector registers; and times a form
@@ -10,18 +10,21 @@
 # documents run (RowTapsBwd, SiLU off) under Nsight Compute in each tree: warp states,
 # source counters, instruction mix (the uniform pipe's share). (The SASS of each build, by opcode,
 # is in results/padding-skip/sass_opcodes.tsv, from a local compile.)
-# Run from the repository root: bash results/uniform-path/next/run1.sh
+# Run from the repository root: bash results/uniform-path/scripts/run1.sh
+# (Since commit 7387434 thread-words.patch is in the tree: each tree starts from the tree with it
+# taken out, as committed when this ran, so that the four trees are the same as then.)
 set -uo pipefail
 root=$(pwd); out=${OUT:?set OUT}; start=$SECONDS; stamp() { echo "[$((SECONDS - start)) s] $*"; }
 res=$out/run; mkdir -p "$res"
 trap 'exit 143' TERM
 trap 'sed -i "s#$root/##g; s#/tmp/tmp\.[A-Za-z0-9]*#<tmp>#g" "$res"/*.txt "$res"/*.configure "$res"/*.csv 2>/dev/null; tar czf "$out/run.tgz" -C "$res" . && rm -rf "$res"' EXIT
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$res/gpu.txt"; cat "$res/gpu.txt"
-declare -A patch=([base]="" [tw]=results/uniform-path/next/thread-words.patch
+declare -A patch=([base]="" [tw]=results/uniform-path/thread-words.patch
                   [btw]=results/silu-split/bwd-tile-words.patch [pad]=results/padding-skip/padding-skip.patch)
 read -ra trees <<< "${TREES:-base tw btw pad}"  # (TREES="base tw": fewer builds, a shorter call)
 for v in "${trees[@]}"; do
   src=$(mktemp -d); tar cf - --exclude=./build --exclude=./results . | tar xf - -C "$src"
+  (cd "$src" && git apply -R --check "$root/${patch[tw]}" 2>/dev/null && git apply -R "$root/${patch[tw]}")
   [[ -n ${patch[$v]} ]] && (cd "$src" && git apply "$root/${patch[$v]}") && stamp "$v: ${patch[$v]} applied"
   (cmake -S "$src" -B "$root/build/u_$v" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=native \
      > "$res/build_$v.txt.configure" 2>&1 &&
