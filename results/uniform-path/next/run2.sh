@@ -10,6 +10,7 @@
 #    results/uniform-path/thread-words.patch taken out), btw (pre + results/silu-split/
 #    bwd-tile-words.patch) and prepad (pre + the padding skip). Instruction mix (the uniform
 #    pipe's share), warp states, source counters, launch statistics.
+# 3. (Below) the channel-last rows backward's kernel and its plain one, for their source counters.
 # Run from the repository root: bash results/uniform-path/next/run2.sh (TREES="cur pad" skips the
 # profiling-only trees).
 set -uo pipefail
@@ -60,4 +61,20 @@ for v in "${trees[@]}"; do
   ncu --import "$res/bwd_$v.ncu-rep" --page source --csv --print-source sass > "$res/source_$v.csv" 2>&1
   gzip -9 "$res/source_$v.csv"; rm -f "$res/bwd_$v.ncu-rep"
 done
+# 3. For the channel-last rows backward (1.088 x its plain kernel, the other goal missed): one launch
+#    of its kernel and of chapter 09's plain one in the committed tree, for their source counters.
+if [[ " ${trees[*]} " == *" cur "* ]]; then
+  for pol in PackedRows Baseline; do
+    timeout 90 ncu --section WarpStateStats --section SourceCounters --section InstructionStats \
+      --section LaunchStats --clock-control none --kernel-name-base demangled \
+      --kernel-name regex:"conv_bwd_cl_staged.*$pol" --launch-count 1 -o "$res/cl_$pol" -f \
+      build/n_cur/chapters/10_packed_sequences/ch10_packed_sequences --batch 8 --dim 4096 --seqlen 4096 \
+      --width 4 --iters 1 --warmup 0 --initial-states --direction backward --form rows \
+      --layout channel-last --dtype bf16 --seq-lens random:8 > "$res/ncu_cl_$pol.txt" 2>&1
+    stamp "ncu cl $pol rc $?"
+    ncu --import "$res/cl_$pol.ncu-rep" --page details --csv > "$res/details_cl_$pol.csv" 2>&1
+    ncu --import "$res/cl_$pol.ncu-rep" --page source --csv --print-source sass > "$res/source_cl_$pol.csv" 2>&1
+    gzip -9 "$res/source_cl_$pol.csv"; rm -f "$res/cl_$pol.ncu-rep"
+  done
+fi
 stamp done
