@@ -57,13 +57,13 @@ struct BwdStagedTiles {
 // for row r, state<W>(r) (its initial states, or nullptr: zeros), dfinal<W>(r) (the gradient, or
 // nullptr) and dinit<W>(r, f, dz, reaches), which writes the initial states' gradient from dz at
 // the row's first W-1 positions (reaches(t): whether output t sees the states). With kTapWords too,
-// for rows of several sequences (seq_idx): word(b, v), which taps of each output of vector v of
-// batch row b count, the word chapter 08's staged forward reads (bit e*W + k: tap k of the
-// vector's output e, the state's taps included). A tap that does not count adds nothing to dz, to
-// dx or to the sums, and an output none of whose taps count (padding) has dz 0; for such rows the
-// kernel without SiLU is compiled apart (no SiLU code in it, and a warp vote), and with SiLU it
-// asks at each position, as this chapter's kernel does. A policy also says how many stages a
-// block keeps (kStages).
+// for rows of several sequences (seq_idx): word(b, v) (= words_of(b)[v]), which taps of each
+// output of vector v of batch row b count, the word chapter 08's staged forward reads (bit
+// e*W + k: tap k of the vector's output e, the state's taps included). A tap that does not count
+// adds nothing to dz, to dx or to the sums, and an output none of whose taps count (padding) has
+// dz 0; for such rows the kernel without SiLU is compiled apart (no SiLU code in it, and a warp
+// vote), and with SiLU it asks at each position, as this chapter's kernel does. A policy also says
+// how many stages a block keeps (kStages).
 struct NoRowStates {
   static constexpr bool kRowStates = false, kTapWords = false;
   static constexpr int kStages = kBwdStagedStages;
