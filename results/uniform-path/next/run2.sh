@@ -50,32 +50,28 @@ for round in 1 2; do
     done
   done
 done
-for v in "${trees[@]}"; do
-  exe=build/n_$v/chapters/10_packed_sequences/ch10_packed_sequences
+# One launch of the kernels matching REGEX under Nsight Compute: details and source pages kept.
+profile() {  # NAME EXE REGEX LAYOUT [ncu options...]
+  local name=$1 exe=$2 regex=$3 layout=$4; shift 4
   timeout 90 ncu --section WarpStateStats --section SourceCounters --section InstructionStats \
-    --section LaunchStats --metrics smsp__inst_executed_pipe_uniform.sum,smsp__inst_executed.sum \
-    --clock-control none --kernel-name-base demangled --kernel-name regex:"conv_bwd_cf_staged.*RowTapsBwd" \
-    --launch-count 1 -o "$res/bwd_$v" -f $exe --batch 8 --dim 4096 --seqlen 4096 --width 4 --iters 1 \
-    --warmup 0 --initial-states --direction backward --form rows --layout channel-first --dtype bf16 \
-    --seq-lens random:8 > "$res/ncu_$v.txt" 2>&1
-  stamp "ncu $v rc $?"
-  ncu --import "$res/bwd_$v.ncu-rep" --page details --csv > "$res/details_$v.csv" 2>&1
-  ncu --import "$res/bwd_$v.ncu-rep" --page source --csv --print-source sass > "$res/source_$v.csv" 2>&1
-  gzip -9 "$res/source_$v.csv"; rm -f "$res/bwd_$v.ncu-rep"
+    --section LaunchStats "$@" --clock-control none --kernel-name-base demangled \
+    --kernel-name regex:"$regex" --launch-count 1 -o "$res/$name" -f "$exe" --batch 8 --dim 4096 \
+    --seqlen 4096 --width 4 --iters 1 --warmup 0 --initial-states --direction backward --form rows \
+    --layout "$layout" --dtype bf16 --seq-lens random:8 > "$res/ncu_$name.txt" 2>&1
+  stamp "ncu $name rc $?"
+  ncu --import "$res/$name.ncu-rep" --page details --csv > "$res/details_$name.csv" 2>&1
+  ncu --import "$res/$name.ncu-rep" --page source --csv --print-source sass > "$res/source_$name.csv" 2>&1
+  gzip -9 "$res/source_$name.csv"; rm -f "$res/$name.ncu-rep"
+}
+for v in "${trees[@]}"; do
+  profile "$v" build/n_$v/chapters/10_packed_sequences/ch10_packed_sequences "conv_bwd_cf_staged.*RowTapsBwd" \
+    channel-first --metrics smsp__inst_executed_pipe_uniform.sum,smsp__inst_executed.sum
 done
 # 3. The channel-last rows backward (1.088 x its plain kernel, the other goal missed).
 if [[ " ${trees[*]} " == *" cur "* ]]; then
   for pol in PackedRows Baseline; do
-    timeout 90 ncu --section WarpStateStats --section SourceCounters --section InstructionStats \
-      --section LaunchStats --clock-control none --kernel-name-base demangled \
-      --kernel-name regex:"conv_bwd_cl_staged.*$pol" --launch-count 1 -o "$res/cl_$pol" -f \
-      build/n_cur/chapters/10_packed_sequences/ch10_packed_sequences --batch 8 --dim 4096 --seqlen 4096 \
-      --width 4 --iters 1 --warmup 0 --initial-states --direction backward --form rows \
-      --layout channel-last --dtype bf16 --seq-lens random:8 > "$res/ncu_cl_$pol.txt" 2>&1
-    stamp "ncu cl $pol rc $?"
-    ncu --import "$res/cl_$pol.ncu-rep" --page details --csv > "$res/details_cl_$pol.csv" 2>&1
-    ncu --import "$res/cl_$pol.ncu-rep" --page source --csv --print-source sass > "$res/source_cl_$pol.csv" 2>&1
-    gzip -9 "$res/source_cl_$pol.csv"; rm -f "$res/cl_$pol.ncu-rep"
+    profile "cl_$pol" build/n_cur/chapters/10_packed_sequences/ch10_packed_sequences \
+      "conv_bwd_cl_staged.*$pol" channel-last
   done
 fi
 stamp done
