@@ -66,6 +66,10 @@ function(conv1d_add_python_tests)
     # on a made-up page.
     add_test(NAME scripts.ncu_source_summary
              COMMAND ${CONV1D_PYTHON_PLAIN} ${PROJECT_SOURCE_DIR}/tests/scripts/test_ncu_source_summary.py)
+    # An A/B run's timings grouped by configuration and tree (scripts/result_tables.py ab), on
+    # made-up files.
+    add_test(NAME scripts.result_tables_ab
+             COMMAND ${CONV1D_PYTHON_PLAIN} ${PROJECT_SOURCE_DIR}/tests/scripts/test_result_tables.py)
   endif()
   if(NOT CONV1D_PYTHON)
     add_test(NAME python.skipped COMMAND sh -c "echo 'Python tests skipped: ${CONV1D_PYTHON_WHY}'; exit 77")

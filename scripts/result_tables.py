@@ -11,12 +11,18 @@
   result_tables.py resources CUOBJDUMP.txt OUT.tsv  `REG n STACK n LOCAL n <demangled kernel>` lines (as
                                                    scripts/gpu-check.d/48-chapter-08.sh writes them):
                                                    kernel, template arguments, registers, stack, local
+  result_tables.py ab RUN_DIR OUT.tsv              an A/B run's chapter-10 backward timings, files
+                                                   bench_CONFIG_TREE_ROUND_kernels.tsv (--summary):
+                                                   the packed whole backward and the plain one timed
+                                                   in the same process, by configuration and tree,
+                                                   medians over the rounds and the ratio's range
 
 Template arguments are joined by "/" (conv_fwd_cf_chunked<__nv_bfloat16, 4, 2> becomes kernel
 conv_fwd_cf_chunked, args __nv_bfloat16/4/2), so a docs_sync `where=` can select them. Standard
 library only.
 """
 import csv
+import pathlib
 import re
 import statistics
 import sys
@@ -96,11 +102,43 @@ def resources(src, dst):
         w.writerows(sorted(out))
 
 
+def ab_rows(run_dir, tree_name=lambda tree: tree):
+    """The `ab` table's rows from RUN_DIR (a pathlib.Path); tree_name renames the files' trees."""
+    groups = {}
+    for path in sorted(run_dir.glob("bench_*_kernels.tsv")):
+        config, tree, _ = path.name[len("bench_"):-len("_kernels.tsv")].rsplit("_", 2)
+        with path.open(newline="") as f:
+            got = {r["variant"]: float(r["ms"]) for r in csv.DictReader(f, delimiter="\t")
+                   if r["kernel"] == "whole backward"}
+        lay = "cl" if "cl_packed_bwd" in got else "cf"
+        groups.setdefault((config, tree_name(tree)), []).append(
+            (got[f"{lay}_packed_bwd"], got[f"{lay}_plain_bwd"]))
+    rows = []
+    for (config, tree), ts in sorted(groups.items()):
+        ratios = [p / q for p, q in ts]
+        rows.append({"config": config, "tree": tree, "processes": len(ts),
+                     "bwd_ms": f"{statistics.median(p for p, _ in ts):.4f}",
+                     "plain_ms": f"{statistics.median(q for _, q in ts):.4f}",
+                     "ratio": f"{statistics.median(ratios):.4f}",
+                     "ratio_min": f"{min(ratios):.4f}", "ratio_max": f"{max(ratios):.4f}"})
+    return rows
+
+
+def write_tsv(path, rows):
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]), delimiter="\t", lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+
+
 def main(argv):
-    if len(argv) != 4 or argv[1] not in ("ncu", "resources"):
+    if len(argv) != 4 or argv[1] not in ("ncu", "resources", "ab"):
         print(__doc__, file=sys.stderr)
         return 2
-    (ncu if argv[1] == "ncu" else resources)(argv[2], argv[3])
+    if argv[1] == "ab":
+        write_tsv(argv[3], ab_rows(pathlib.Path(argv[2])))
+    else:
+        (ncu if argv[1] == "ncu" else resources)(argv[2], argv[3])
     return 0
 
 

@@ -11,7 +11,10 @@ into run1/source_*.md and *_reasons.tsv first).
 import csv
 import pathlib
 import re
-import statistics
+import sys
+
+sys.path.insert(0, "scripts")
+from result_tables import ab_rows  # noqa: E402
 
 HERE = pathlib.Path("results/uniform-path")
 RUN = HERE / "run1"
@@ -22,24 +25,6 @@ def write(name, rows):
         w = csv.DictWriter(f, fieldnames=list(rows[0]), delimiter="\t", lineterminator="\n")
         w.writeheader()
         w.writerows(rows)
-
-
-def summary():
-    groups = {}
-    for path in sorted(RUN.glob("bench_*_kernels.tsv")):
-        config, tree, _ = path.name[len("bench_"):-len("_kernels.tsv")].split("_")
-        got = {r["variant"]: float(r["ms"]) for r in csv.DictReader(path.open(newline=""), delimiter="\t")
-               if r["kernel"] == "whole backward"}
-        groups.setdefault((config, tree), []).append((got["cf_packed_bwd"], got["cf_plain_bwd"]))
-    rows = []
-    for (config, tree), ts in sorted(groups.items()):
-        ratios = [p / q for p, q in ts]
-        rows.append({"config": config, "tree": tree, "processes": len(ts),
-                     "bwd_ms": f"{statistics.median(p for p, _ in ts):.4f}",
-                     "plain_ms": f"{statistics.median(q for _, q in ts):.4f}",
-                     "ratio": f"{statistics.median(ratios):.4f}",
-                     "ratio_min": f"{min(ratios):.4f}", "ratio_max": f"{max(ratios):.4f}"})
-    return rows
 
 
 def ncu():
@@ -67,5 +52,5 @@ def ncu():
 
 
 if __name__ == "__main__":
-    write("summary.tsv", summary())
+    write("summary.tsv", ab_rows(RUN))
     write("ncu.tsv", ncu())

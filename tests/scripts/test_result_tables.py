@@ -1,0 +1,52 @@
+"""scripts/result_tables.py ab: an A/B run's timings grouped by configuration and tree (a
+configuration's name may hold an underscore), the layout read from the variants, medians over the
+rounds and the ratio's range. Standard library only (run with plain Python: python3
+tests/scripts/test_result_tables.py)."""
+import csv
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCRIPT = os.path.join(ROOT, "scripts", "result_tables.py")
+HEADER = "chapter\tname\tvariant\tkernel\tms\ttflops\tgbs\tceiling_pct\tcopy_ceiling_gbs\tdevice\tshape\n"
+
+
+def bench(d, name, layout, packed, plain):
+    with open(os.path.join(d, f"bench_{name}_kernels.tsv"), "w") as f:
+        f.write(HEADER)
+        for v, ms in ((f"{layout}_packed_bwd", packed), (f"{layout}_plain_bwd", plain)):
+            f.write(f"10\tpacked_sequences\t{v}\tconv_bwd\t{ms / 2}\t0\t0\t0\t0\tGPU\tS\n")  # not whole
+            f.write(f"10\tpacked_sequences\t{v}\twhole backward\t{ms}\t0\t0\t0\t0\tGPU\tS\n")
+
+
+class AbTable(unittest.TestCase):
+    def test_groups_and_medians(self):
+        with tempfile.TemporaryDirectory() as d:
+            for rnd, (p, q) in enumerate([(0.30, 0.20), (0.33, 0.22), (0.24, 0.20)], 1):
+                bench(d, f"rows8_old_{rnd}", "cl", p, q)
+            bench(d, "cf_rows8_new_1", "cf", 0.21, 0.20)
+            out = os.path.join(d, "out.tsv")
+            r = subprocess.run([sys.executable, SCRIPT, "ab", d, out], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(out, newline="") as f:
+                rows = {(x["config"], x["tree"]): x for x in csv.DictReader(f, delimiter="\t")}
+            self.assertEqual(set(rows), {("rows8", "old"), ("cf_rows8", "new")})
+            old = rows[("rows8", "old")]
+            self.assertEqual(old["processes"], "3")
+            self.assertEqual(old["bwd_ms"], "0.3000")
+            self.assertEqual(old["plain_ms"], "0.2000")
+            self.assertEqual(old["ratio"], "1.5000")  # median of 1.5, 1.5, 1.2
+            self.assertEqual(old["ratio_min"], "1.2000")
+            self.assertEqual(rows[("cf_rows8", "new")]["ratio"], "1.0500")
+
+    def test_usage(self):
+        r = subprocess.run([sys.executable, SCRIPT, "ab"], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("result_tables.py ab RUN_DIR OUT.tsv", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
