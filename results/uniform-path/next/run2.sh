@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prepared for the next calls, not yet run (README.md beside it has the predictions).
+# Run once with the default TREES (run2/ beside it; README.md has the predictions and the result).
 # 1. Two changes to chapter 09's staged backward on top of the thirty-eighth version, each timed
 #    against the tree as committed (cur), in turn, two rounds: 8 and 64 documents, the states alone
 #    (every run verified against fp64): pad, the thirty-seventh attempt's padding skip
