@@ -673,6 +673,34 @@ TEST(Ch10RowsBackward, OneBatchManyShortSequencesWithStates) {
     }
 }
 
+// Channel-last rows whose sequences end early, so that whole tiles of the staged kernel (16 and
+// 64 rows a warp) hold nothing but padding and take its shortcut (dx written as zeros, nothing
+// added to the sums): the reference's gradients, exactly 0 at padding, and the same dx and
+// dinitial_states bits as cl_tiled, which walks every tile. Widths 2-4, states or not, bias and
+// SiLU on (SiLU of padding is not 0 before the mask; the shortcut must not care).
+TEST(Ch10RowsBackward, ChannelLastTilesOfPadding) {
+  CONV1D_REQUIRE_GPU_OR_SKIP();
+  for (Dtype t : {Dtype::bf16, Dtype::fp32})
+    for (int w : {2, 3, 4})
+      for (bool init : {false, true}) {
+        const Options o = shape_options(2, 24, 700, w, t, true, true, uint64_t(80 + w));
+        const std::string lens = "37,1,0,90";  // (then 572 positions of padding in every row)
+        Packed p;
+        ASSERT_EQ(make_packed(o, spec_of(false, lens, init, true), &p), "");
+        SCOPED_TRACE(describe(o, lens, init));
+        const Grads tiled = run_rows_backward(o, p, Layout::channel_last, BwdChoices{1, 16, 0, 0});
+        for (int staged_rows : {16, 64}) {
+          SCOPED_TRACE("staged rows " + std::to_string(staged_rows));
+          const Grads r =
+              run_rows_backward(o, p, Layout::channel_last, BwdChoices{1, 16, 0, staged_rows});
+          expect_gradients(o, p.grad_rows, r, {o.batch, o.dim, o.seqlen}, "dinitial_states");
+          expect_exact_zero_padding(o, p, r.dx);
+          EXPECT_TRUE(same_bits(tiled.dx, r.dx)) << "dx differs from cl_tiled's";
+          EXPECT_TRUE(same_bits(tiled.dstates, r.dstates)) << "dinitial_states differ";
+        }
+      }
+}
+
 // Four rows a warp (channel-first, 16-bit storage, no SiLU): when B*D is not a multiple of 4 a
 // warp's last rows lie past the end and must write nothing, not even partial sums; rows of
 // several chunks, with the span map (600) and without (601).

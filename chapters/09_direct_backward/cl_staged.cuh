@@ -133,7 +133,17 @@ __device__ __forceinline__ void cl_staged_bwd(const BwdArgs<T>& a, const FastDiv
     if (t0 < len) span = seqs.template span<W, kRows, W - 1>(b, t0);
 
   GradSums<W> sums[N];
-  if (t0 < len) {
+  if (t0 < len && span == Span::padding) {
+    // (Chapter 10) a tile of padding: no output counts any of its rows (the outputs after it are
+    // another sequence's), so their dx is exactly 0 and the sums gain nothing. The batches asked
+    // for above land unread. Walked by the flags, as before, such a tile cost its warp 8 batches
+    // of the slow walk while its block's other warps waited at the barrier below.
+    if (channels)
+#pragma unroll 4
+      for (int r = 0; r < kRows; ++r)
+        if (t0 + r < len)
+          *reinterpret_cast<Vec<T, N>*>(dx + (t0 + r) * dim) = ch08::zero_vec<T, N>();
+  } else if (t0 < len) {
     // While they travel: the filters, and the W-1 rows of x before the tile.
     Filter<W> f[N];
 #pragma unroll
