@@ -106,13 +106,18 @@ def ab_rows(run_dir, tree_name=lambda tree: tree):
     """The `ab` table's rows from RUN_DIR (a pathlib.Path); tree_name renames the files' trees."""
     groups = {}
     for path in sorted(run_dir.glob("bench_*_kernels.tsv")):
-        config, tree, _ = path.name[len("bench_"):-len("_kernels.tsv")].rsplit("_", 2)
+        parts = path.name[len("bench_"):-len("_kernels.tsv")].rsplit("_", 2)
+        if len(parts) != 3:
+            raise ValueError(f"{path}: expected bench_CONFIG_TREE_ROUND_kernels.tsv")
+        config, tree, _ = parts
         with path.open(newline="") as f:
             got = {r["variant"]: float(r["ms"]) for r in csv.DictReader(f, delimiter="\t")
                    if r["kernel"] == "whole backward"}
         lay = "cl" if "cl_packed_bwd" in got else "cf"
         groups.setdefault((config, tree_name(tree)), []).append(
             (got[f"{lay}_packed_bwd"], got[f"{lay}_plain_bwd"]))
+    if not groups:
+        raise ValueError(f"{run_dir}: no bench_*_kernels.tsv files")
     rows = []
     for (config, tree), ts in sorted(groups.items()):
         ratios = [p / q for p, q in ts]
@@ -136,7 +141,12 @@ def main(argv):
         print(__doc__, file=sys.stderr)
         return 2
     if argv[1] == "ab":
-        write_tsv(argv[3], ab_rows(pathlib.Path(argv[2])))
+        try:
+            rows = ab_rows(pathlib.Path(argv[2]))
+        except (ValueError, KeyError) as e:
+            print(f"result_tables.py ab: {e}", file=sys.stderr)
+            return 1
+        write_tsv(argv[3], rows)
     else:
         (ncu if argv[1] == "ncu" else resources)(argv[2], argv[3])
     return 0

@@ -42,6 +42,18 @@ class AbTable(unittest.TestCase):
             self.assertEqual(old["ratio_min"], "1.2000")
             self.assertEqual(rows[("cf_rows8", "new")]["ratio"], "1.0500")
 
+    def test_clear_errors(self):
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "out.tsv")
+            r = subprocess.run([sys.executable, SCRIPT, "ab", d, out], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("no bench_*_kernels.tsv", r.stderr)
+            bench(d, "rows8", "cl", 0.3, 0.2)  # (no tree, no round)
+            r = subprocess.run([sys.executable, SCRIPT, "ab", d, out], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("expected bench_CONFIG_TREE_ROUND_kernels.tsv", r.stderr)
+            self.assertFalse(os.path.exists(out))
+
     def test_usage(self):
         r = subprocess.run([sys.executable, SCRIPT, "ab"], capture_output=True, text=True)
         self.assertEqual(r.returncode, 2)
