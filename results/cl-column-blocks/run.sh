@@ -8,16 +8,11 @@
 # colblk. Then one launch of the colblk kernel under Nsight Compute (rows, 8 documents) and
 # chapters 09's and 10's tests on the colblk tree (built whole).
 # Run from the repository root with OUT set: bash results/cl-column-blocks/run.sh (about 9 minutes)
-set -uo pipefail
-root=$(pwd); out=${OUT:?set OUT}; start=$SECONDS; stamp() { echo "[$((SECONDS - start)) s] $*"; }
-res=$out/run; mkdir -p "$res"
-trap 'exit 143' TERM
-trap 'sed -i "s#$root/##g; s#$out/#<out>/#g; s#/tmp/tmp\.[A-Za-z0-9]*#<tmp>#g" "$res"/*.txt "$res"/*.log "$res"/*.csv 2>/dev/null; tar czf "$out/run.tgz" -C "$res" . && rm -rf "$res"' EXIT
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$res/gpu.txt"; cat "$res/gpu.txt"
+source results/scripts/device_run.sh
 declare -A patch=([colblk]=column-blocks.patch [spanby]=span-by.patch)
 for v in colblk spanby; do
-  src=$(mktemp -d); tar cf - --exclude=./build --exclude=./results . | tar xf - -C "$src"
-  (cd "$src" && git apply "$root/results/cl-column-blocks/${patch[$v]}") || { stamp "$v: the patch did not apply"; exit 1; }
+  src=$(mktemp -d)
+  tree_copy "$src" "results/cl-column-blocks/${patch[$v]}" || { stamp "$v: the patch did not apply"; exit 1; }
   target=(--target ch10_packed_sequences); jobs=4
   [[ $v == colblk ]] && target=() jobs=8
   (cmake -S "$src" -B build/n_$v -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=native > "$res/configure_$v.txt" 2>&1 &&
@@ -36,10 +31,7 @@ for round in 1 2; do
                  states) args=(--form rows --seq-lens none) ;; varlen) args=(--form varlen --seq-lens random:64) ;; esac
     for v in old colblk spanby; do
       [[ ($cfg == rows8silu || $cfg == varlen) && ($round == 2 || $v == spanby) ]] && continue
-      tag="${cfg}_${v}_$round"
-      timeout 60 build/n_$v/chapters/10_packed_sequences/ch10_packed_sequences "${big[@]}" "${args[@]}" \
-        --summary "$res/bench_$tag.tsv" > "$res/ch10_$tag.txt" 2>&1
-      stamp "$tag rc $?: $(awk '/^summary \(/ {s = 1; next} s && $2 ~ /^[0-9.]+$/ {printf "%s %s ms; ", $1, $4}' "$res/ch10_$tag.txt")"
+      ch10_time "${cfg}_${v}_$round" build/n_$v/chapters/10_packed_sequences/ch10_packed_sequences "${big[@]}" "${args[@]}"
     done
   done
 done

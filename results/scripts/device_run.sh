@@ -1,0 +1,28 @@
+# shellcheck shell=bash
+# Sourced by the one-call experiment scripts under results/ (run on the GPU machine from the
+# repository root, OUT set): what they all start with, and the two steps they share.
+#   res       the folder the results go to ($OUT/run), packed into $OUT/run.tgz when the script
+#             ends however it ends (a time limit's TERM too), the repository's and OUT's paths
+#             taken out of the logs
+#   stamp     a line with the seconds since the start
+#   tree_copy DIR PATCH [-R]   a copy of the tree (no build/, no results/) with PATCH applied
+#   ch10_time TAG EXE ARGS...  one run of chapter 10 with --summary $res/bench_TAG.tsv, its
+#                              summary's times in one stamped line
+set -uo pipefail
+root=$(pwd); out=${OUT:?set OUT}; start=$SECONDS
+stamp() { echo "[$((SECONDS - start)) s] $*"; }
+res=$out/run; mkdir -p "$res"
+trap 'exit 143' TERM
+trap 'sed -i "s#$root/##g; s#$out/#<out>/#g; s#/tmp/tmp\.[A-Za-z0-9]*#<tmp>#g" "$res"/*.txt "$res"/*.log "$res"/*.csv 2>/dev/null; tar czf "$out/run.tgz" -C "$res" . && rm -rf "$res"' EXIT
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$res/gpu.txt"; cat "$res/gpu.txt"
+
+tree_copy() {
+  mkdir -p "$1" && tar cf - --exclude=./build --exclude=./results . | tar xf - -C "$1" &&
+    (cd "$1" && git apply ${3:-} "$root/$2")
+}
+
+ch10_time() {
+  local tag=$1 exe=$2; shift 2
+  timeout 60 "$exe" "$@" --summary "$res/bench_$tag.tsv" > "$res/ch10_$tag.txt" 2>&1
+  stamp "$tag rc $?: $(awk '/^summary \(/ {s = 1; next} s && $2 ~ /^[0-9.]+$/ {printf "%s %s ms; ", $1, $4}' "$res/ch10_$tag.txt")"
+}
