@@ -15,7 +15,8 @@
                                                    bench_CONFIG_TREE_ROUND_kernels.tsv (--summary):
                                                    the packed whole backward and the plain one timed
                                                    in the same process, by configuration and tree,
-                                                   medians over the rounds and the ratio's range
+                                                   medians over the rounds and the ratio's range (a
+                                                   varlen run: its whole backward alone, no ratio)
 
 Template arguments are joined by "/" (conv_fwd_cf_chunked<__nv_bfloat16, 4, 2> becomes kernel
 conv_fwd_cf_chunked, args __nv_bfloat16/4/2), so a docs_sync `where=` can select them. Standard
@@ -113,20 +114,66 @@ def ab_rows(run_dir, tree_name=lambda tree: tree):
         with path.open(newline="") as f:
             got = {r["variant"]: float(r["ms"]) for r in csv.DictReader(f, delimiter="\t")
                    if r["kernel"] == "whole backward"}
-        lay = "cl" if "cl_packed_bwd" in got else "cf"
-        groups.setdefault((config, tree_name(tree)), []).append(
-            (got[f"{lay}_packed_bwd"], got[f"{lay}_plain_bwd"]))
+        if "cl_varlen_bwd" in got:  # (a varlen run has no plain kernel beside it)
+            pair = (got["cl_varlen_bwd"], None)
+        else:
+            lay = "cl" if "cl_packed_bwd" in got else "cf"
+            if f"{lay}_packed_bwd" not in got or f"{lay}_plain_bwd" not in got:
+                raise ValueError(f"{path}: no packed and plain whole backward, nor a varlen one")
+            pair = (got[f"{lay}_packed_bwd"], got[f"{lay}_plain_bwd"])
+        groups.setdefault((config, tree_name(tree)), []).append(pair)
     if not groups:
         raise ValueError(f"{run_dir}: no bench_*_kernels.tsv files")
     rows = []
     for (config, tree), ts in sorted(groups.items()):
-        ratios = [p / q for p, q in ts]
-        rows.append({"config": config, "tree": tree, "processes": len(ts),
-                     "bwd_ms": f"{statistics.median(p for p, _ in ts):.4f}",
-                     "plain_ms": f"{statistics.median(q for _, q in ts):.4f}",
-                     "ratio": f"{statistics.median(ratios):.4f}",
-                     "ratio_min": f"{min(ratios):.4f}", "ratio_max": f"{max(ratios):.4f}"})
+        row = {"config": config, "tree": tree, "processes": len(ts),
+               "bwd_ms": f"{statistics.median(p for p, _ in ts):.4f}",
+               "plain_ms": "", "ratio": "", "ratio_min": "", "ratio_max": ""}
+        if all(q is not None for _, q in ts):
+            ratios = [p / q for p, q in ts]
+            row.update({"plain_ms": f"{statistics.median(q for _, q in ts):.4f}",
+                        "ratio": f"{statistics.median(ratios):.4f}",
+                        "ratio_min": f"{min(ratios):.4f}", "ratio_max": f"{max(ratios):.4f}"})
+        rows.append(row)
     return rows
+
+
+def one_launch_row(name, details, source):
+    """One profiled launch as a row: from Nsight Compute's details page (`--page details --csv`)
+    its registers, instructions, cycles between a warp's instructions, DRAM busy (% of its peak)
+    and duration (µs); from
+    its source page (`--page source --csv --print-source sass`, gzipped or not, summarised by
+    scripts/ncu_source_summary.py) its SASS lines, stall samples and their share at the barrier.
+    Metrics a page lacks are left empty."""
+    import subprocess
+    import tempfile
+    wanted = {"Executed Instructions": "instructions", "Registers Per Thread": "registers",
+              "Warp Cycles Per Issued Instruction": "cycles_per_issue",
+              "smsp__inst_executed_pipe_uniform.sum": "uniform",
+              "DRAM Throughput": "dram_pct", "Duration": "duration"}
+    to_us = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3}
+    got = {}
+    with pathlib.Path(details).open(newline="") as f:
+        for r in csv.DictReader(f):
+            key, value = wanted.get(r["Metric Name"]), r["Metric Value"].replace(",", "")
+            if key == "duration":
+                value = f"{float(value) * to_us[r['Metric Unit']]:.2f}"
+            if key:
+                got[key] = value
+    with tempfile.TemporaryDirectory() as tmp:
+        out = pathlib.Path(tmp) / "s.md"
+        summary = pathlib.Path(__file__).with_name("ncu_source_summary.py")
+        subprocess.run([sys.executable, str(summary), str(source), str(out)], check=True,
+                       stdout=subprocess.DEVNULL)
+        head = out.read_text().splitlines()[2].split()
+        with (pathlib.Path(tmp) / "s_reasons.tsv").open(newline="") as f:
+            reasons = {r["reason"]: int(r["samples"]) for r in csv.DictReader(f, delimiter="\t")}
+    samples, barrier = int(head[7]), reasons.get("barrier", 0)
+    return {"kernel": name, "registers": got["registers"], "sass_lines": head[0],
+            "instructions": got["instructions"], "uniform": got.get("uniform", ""),
+            "cycles_per_issue": got["cycles_per_issue"], "samples": samples,
+            "barrier_samples": barrier, "barrier_pct": f"{100 * barrier / samples:.1f}",
+            "dram_pct": got.get("dram_pct", ""), "duration_us": got.get("duration", "")}
 
 
 def write_tsv(path, rows):

@@ -28,12 +28,14 @@ class AbTable(unittest.TestCase):
             for rnd, (p, q) in enumerate([(0.30, 0.20), (0.33, 0.22), (0.24, 0.20)], 1):
                 bench(d, f"rows8_old_{rnd}", "cl", p, q)
             bench(d, "cf_rows8_new_1", "cf", 0.21, 0.20)
+            with open(os.path.join(d, "bench_varlen_new_1_kernels.tsv"), "w") as f:
+                f.write(HEADER + "10\tpacked_sequences\tcl_varlen_bwd\twhole backward\t0.25\t0\t0\t0\t0\tGPU\tS\n")
             out = os.path.join(d, "out.tsv")
             r = subprocess.run([sys.executable, SCRIPT, "ab", d, out], capture_output=True, text=True)
             self.assertEqual(r.returncode, 0, r.stderr)
             with open(out, newline="") as f:
                 rows = {(x["config"], x["tree"]): x for x in csv.DictReader(f, delimiter="\t")}
-            self.assertEqual(set(rows), {("rows8", "old"), ("cf_rows8", "new")})
+            self.assertEqual(set(rows), {("rows8", "old"), ("cf_rows8", "new"), ("varlen", "new")})
             old = rows[("rows8", "old")]
             self.assertEqual(old["processes"], "3")
             self.assertEqual(old["bwd_ms"], "0.3000")
@@ -41,6 +43,8 @@ class AbTable(unittest.TestCase):
             self.assertEqual(old["ratio"], "1.5000")  # median of 1.5, 1.5, 1.2
             self.assertEqual(old["ratio_min"], "1.2000")
             self.assertEqual(rows[("cf_rows8", "new")]["ratio"], "1.0500")
+            varlen = rows[("varlen", "new")]  # (no plain kernel: its time, no ratio)
+            self.assertEqual((varlen["bwd_ms"], varlen["plain_ms"], varlen["ratio"]), ("0.2500", "", ""))
 
     def test_clear_errors(self):
         with tempfile.TemporaryDirectory() as d:
@@ -53,6 +57,12 @@ class AbTable(unittest.TestCase):
             self.assertEqual(r.returncode, 1)
             self.assertIn("expected bench_CONFIG_TREE_ROUND_kernels.tsv", r.stderr)
             self.assertFalse(os.path.exists(out))
+            os.remove(os.path.join(d, "bench_rows8_kernels.tsv"))
+            with open(os.path.join(d, "bench_rows8_old_1_kernels.tsv"), "w") as f:  # (a forward run)
+                f.write(HEADER + "10\tpacked_sequences\tcl_packed\twhole forward\t0.2\t0\t0\t0\t0\tGPU\tS\n")
+            r = subprocess.run([sys.executable, SCRIPT, "ab", d, out], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("no packed and plain whole backward", r.stderr)
 
     def test_usage(self):
         r = subprocess.run([sys.executable, SCRIPT, "ab"], capture_output=True, text=True)

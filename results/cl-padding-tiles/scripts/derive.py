@@ -12,42 +12,14 @@ run, before (next/run2's cl_PackedRows), after (run/cl_new) and chapter 09's own
 and the channel-first kernel in next/run2's three trees. From Nsight Compute's details and source
 pages (the source page summarised by scripts/ncu_source_summary.py).
 """
-import csv
 import pathlib
-import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, "scripts")
-from result_tables import ab_rows, write_tsv  # noqa: E402
+from result_tables import ab_rows, one_launch_row as ncu_row, write_tsv  # noqa: E402
 
 NEXT = pathlib.Path("results/uniform-path/next")
 HERE = pathlib.Path("results/cl-padding-tiles")
-
-
-def source_facts(source):
-    """SASS lines, instructions, samples and the barrier's samples, by ncu_source_summary.py."""
-    with tempfile.TemporaryDirectory() as tmp:
-        out = pathlib.Path(tmp) / "s.md"
-        subprocess.run([sys.executable, "scripts/ncu_source_summary.py", str(source), str(out)], check=True)
-        head = out.read_text().splitlines()[2].split()
-        reasons = {r["reason"]: int(r["samples"]) for r in
-                   csv.DictReader((pathlib.Path(tmp) / "s_reasons.tsv").open(), delimiter="\t")}
-    return {"sass_lines": head[0], "samples": head[7], "barrier_samples": reasons.get("barrier", 0)}
-
-
-def ncu_row(name, details, source):
-    wanted = {"Executed Instructions": "instructions", "Registers Per Thread": "registers",
-              "Warp Cycles Per Issued Instruction": "cycles_per_issue",
-              "smsp__inst_executed_pipe_uniform.sum": "uniform"}  # (asked in next/run2's cf runs)
-    got = {wanted[r["Metric Name"]]: r["Metric Value"].replace(",", "")
-           for r in csv.DictReader(details.open(newline="")) if r["Metric Name"] in wanted}
-    facts = source_facts(source)
-    return {"kernel": name, "registers": got["registers"], "sass_lines": facts["sass_lines"],
-            "instructions": got["instructions"], "uniform": got.get("uniform", ""),
-            "cycles_per_issue": got["cycles_per_issue"],
-            "samples": facts["samples"], "barrier_samples": facts["barrier_samples"],
-            "barrier_pct": f"{100 * facts['barrier_samples'] / int(facts['samples']):.1f}"}
 
 
 def main():
