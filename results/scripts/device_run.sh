@@ -6,8 +6,13 @@
 #             taken out of the logs
 #   stamp     a line with the seconds since the start
 #   tree_copy DIR PATCH [-R]   a copy of the tree (no build/, no results/) with PATCH applied
+#   build_tree TAG SRC DIR JOBS [TARGET...]   configure SRC into DIR (native arch, Release) and
+#                              build it (the targets, or all), logs $res/configure_TAG.txt and
+#                              $res/build_TAG.txt; run two with & and `wait` to build side by side
 #   ch10_time TAG EXE ARGS...  one run of chapter 10 with --summary $res/bench_TAG.tsv, its
 #                              summary's times in one stamped line
+# Start a script under `timeout -s TERM` a little short of the device call's own limit (e.g. 570 s
+# of 600): killed by the call's limit, it leaves no archive (cl-column-blocks/README.md).
 set -uo pipefail
 root=$(pwd); out=${OUT:?set OUT}; start=$SECONDS
 stamp() { echo "[$((SECONDS - start)) s] $*"; }
@@ -19,6 +24,14 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$res/gpu.txt
 tree_copy() {
   mkdir -p "$1" && tar cf - --exclude=./build --exclude=./results . | tar xf - -C "$1" &&
     (cd "$1" && git apply ${3:-} "$root/$2")
+}
+
+build_tree() {
+  local tag=$1 src=$2 dir=$3 jobs=$4; shift 4
+  local targets=(); (($#)) && targets=(--target "$@")
+  cmake -S "$src" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=native \
+    > "$res/configure_$tag.txt" 2>&1 &&
+    timeout 400 cmake --build "$dir" -j "$jobs" "${targets[@]}" > "$res/build_$tag.txt" 2>&1
 }
 
 ch10_time() {
