@@ -79,17 +79,28 @@ __device__ __forceinline__ bool every_tap(const TokenFlags<kClsBatch>& fl) {
 // [docs:ch09_cl_staged]
 // Rows t .. t + n - 1 of x and dout into a slot of the ring (this lane's column of it), rows from
 // L on as zeros; then the group is closed, even when n is 0, so that "all but the newest
-// kClsDepth - 1 groups" is always the batch the walk needs next.
+// kClsDepth - 1 groups" is always the batch the walk needs next. A whole batch inside the tensor
+// (all but a row's last) takes its rows' addresses by sums from one product, not a product a row.
 template <class T, int N>
 __device__ __forceinline__ void cls_fetch(const T* x, const T* g, int64_t t, int n, int64_t len,
                                           int64_t dim, bool channels, Vec<T, N>* slot) {
+  if (n == kClsBatch && channels && t + kClsBatch <= len) {  // a whole batch inside the tensor
+    const T* xr = x + t * dim;
+    const T* gr = g + t * dim;
 #pragma unroll
-  for (int r = 0; r < kClsBatch; ++r) {
-    if (r < n) {
-      const bool in = channels && t + r < len;
-      const int64_t at = in ? (t + r) * dim : 0;
-      copy8_async(slot + (2 * r) * kClsThreads, x + at, in ? kClsCopyBytes : 0);
-      copy8_async(slot + (2 * r + 1) * kClsThreads, g + at, in ? kClsCopyBytes : 0);
+    for (int r = 0; r < kClsBatch; ++r, xr += dim, gr += dim) {
+      copy8_async(slot + (2 * r) * kClsThreads, xr, kClsCopyBytes);
+      copy8_async(slot + (2 * r + 1) * kClsThreads, gr, kClsCopyBytes);
+    }
+  } else {
+#pragma unroll
+    for (int r = 0; r < kClsBatch; ++r) {
+      if (r < n) {
+        const bool in = channels && t + r < len;
+        const int64_t at = in ? (t + r) * dim : 0;
+        copy8_async(slot + (2 * r) * kClsThreads, x + at, in ? kClsCopyBytes : 0);
+        copy8_async(slot + (2 * r + 1) * kClsThreads, g + at, in ? kClsCopyBytes : 0);
+      }
     }
   }
   async_commit();
@@ -159,21 +170,24 @@ __device__ __forceinline__ void cl_staged_bwd(const BwdArgs<T>& a, const FastDiv
       if (span != Span::full) tile.template ask<W>(seqs, b, t0, len, lane);
 
     // dx of row s, W-1 behind step r of a batch, where it is one of this tile's rows (`from`: the
-    // batch's first step that has one).
-    auto store = [&](int r, int from, int64_t s, const float (&y)[N]) {
-      if (r >= from && channels && s < len)
-        *reinterpret_cast<Vec<T, N>*>(dx + s * dim) = ch08::from_floats<T, N>(y);
+    // batch's first step that has one), at `out`, which then moves to the next row.
+    auto store = [&](int r, int from, int64_t s, T*& out, const float (&y)[N]) {
+      if (r >= from) {
+        if (channels && s < len) *reinterpret_cast<Vec<T, N>*>(out) = ch08::from_floats<T, N>(y);
+        out += dim;
+      }
     };
     // Steps t .. t + n - 1 from a batch's slots, every tap counting: unrolled, the windows renamed
     // rather than moved.
     auto walk_full = [&](const Vec<T, N>* rows, int64_t t, auto n, bool own, int from) {
+      T* out = dx + (t + from - (W - 1)) * dim;  // the batch's first row of dx
 #pragma unroll
       for (int r = 0; r < decltype(n)::value; ++r) {
         float y[N];
         cl_bwd_step<true, T, W, N>(seqs, b, d0, t + r, channels, true, own, kSilu, f,
                                    rows[(2 * r) * kClsThreads], rows[(2 * r + 1) * kClsThreads],
                                    kAllTaps<W>, fw, xw, dzw, sums, y);
-        store(r, from, t + r - (W - 1), y);
+        store(r, from, t + r - (W - 1), out, y);
       }
       if constexpr (Seqs::kPacked) fw = 0x01010101u * kAllTaps<W>;  // (the flags it walked)
     };
@@ -183,13 +197,14 @@ __device__ __forceinline__ void cl_staged_bwd(const BwdArgs<T>& a, const FastDiv
     auto walk_flags = [&](const Vec<T, N>* rows, int64_t t, int n, bool own, int from,
                           const TokenFlags<kClsBatch>& fl) {
       const uint64_t bytes = fl.w[0] | uint64_t(fl.w[1]) << 32;
+      T* out = dx + (t + from - (W - 1)) * dim;
 #pragma unroll 1
       for (int r = 0; r < n; ++r) {
         float y[N];
         cl_bwd_step<false, T, W, N>(seqs, b, d0, t + r, channels, true, own, kSilu, f,
                                     rows[(2 * r) * kClsThreads], rows[(2 * r + 1) * kClsThreads],
                                     unsigned(bytes >> (8 * r)) & 0xFFu, fw, xw, dzw, sums, y);
-        store(r, from, t + r - (W - 1), y);
+        store(r, from, t + r - (W - 1), out, y);
       }
     };
     using Batch = std::integral_constant<int, kClsBatch>;
