@@ -66,8 +66,8 @@ function(conv1d_add_python_tests)
     # on a made-up page.
     add_test(NAME scripts.ncu_source_summary
              COMMAND ${CONV1D_PYTHON_PLAIN} ${PROJECT_SOURCE_DIR}/tests/scripts/test_ncu_source_summary.py)
-    # An A/B run's timings grouped by configuration and tree (scripts/result_tables.py ab), on
-    # made-up files.
+    # An A/B run's timings grouped by configuration and tree (scripts/result_tables.py ab), and a
+    # profiled launch's facts (one_launch_row), on made-up files.
     add_test(NAME scripts.result_tables_ab
              COMMAND ${CONV1D_PYTHON_PLAIN} ${PROJECT_SOURCE_DIR}/tests/scripts/test_result_tables.py)
   endif()

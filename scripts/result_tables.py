@@ -26,7 +26,9 @@ import csv
 import pathlib
 import re
 import statistics
+import subprocess
 import sys
+import tempfile
 
 NAME = re.compile(r"^(?:void\s+)?(?:[\w:]+::)?(?P<kernel>\w+)(?:<(?P<args>[^()]*)>)?")
 
@@ -139,14 +141,13 @@ def ab_rows(run_dir, tree_name=lambda tree: tree):
 
 
 def one_launch_row(name, details, source):
-    """One profiled launch as a row: from Nsight Compute's details page (`--page details --csv`)
-    its registers, instructions, cycles between a warp's instructions, DRAM busy (% of its peak)
-    and duration (µs); from
-    its source page (`--page source --csv --print-source sass`, gzipped or not, summarised by
-    scripts/ncu_source_summary.py) its SASS lines, stall samples and their share at the barrier.
-    Metrics a page lacks are left empty."""
-    import subprocess
-    import tempfile
+    """One profiled launch as a row, for an experiment's own table (an importable helper, no
+    command): from Nsight Compute's details page (`--page details --csv`) its registers,
+    instructions, cycles between a warp's instructions, DRAM busy (% of its peak) and duration
+    (µs); from its source page (`--page source --csv --print-source sass`, gzipped or not,
+    summarised by scripts/ncu_source_summary.py) its SASS lines, stall samples and their share at
+    the barrier. Optional metrics a page lacks (uniform instructions, DRAM, duration) are left
+    empty."""
     wanted = {"Executed Instructions": "instructions", "Registers Per Thread": "registers",
               "Warp Cycles Per Issued Instruction": "cycles_per_issue",
               "smsp__inst_executed_pipe_uniform.sum": "uniform",

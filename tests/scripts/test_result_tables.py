@@ -1,6 +1,7 @@
 """scripts/result_tables.py ab: an A/B run's timings grouped by configuration and tree (a
 configuration's name may hold an underscore), the layout read from the variants, medians over the
-rounds and the ratio's range. Standard library only (run with plain Python: python3
+rounds and the ratio's range; and one_launch_row, a profiled launch's facts from made-up details
+and source pages. Standard library only (run with plain Python: python3
 tests/scripts/test_result_tables.py)."""
 import csv
 import os
@@ -11,6 +12,10 @@ import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(ROOT, "scripts", "result_tables.py")
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from result_tables import one_launch_row  # noqa: E402
+from test_ncu_source_summary import source_page  # noqa: E402
 HEADER = "chapter\tname\tvariant\tkernel\tms\ttflops\tgbs\tceiling_pct\tcopy_ceiling_gbs\tdevice\tshape\n"
 
 
@@ -68,6 +73,41 @@ class AbTable(unittest.TestCase):
         r = subprocess.run([sys.executable, SCRIPT, "ab"], capture_output=True, text=True)
         self.assertEqual(r.returncode, 2)
         self.assertIn("result_tables.py ab RUN_DIR OUT.tsv", r.stderr)
+
+
+class OneLaunchRow(unittest.TestCase):
+    def details(self, path, rows):
+        with open(path, "w", newline="") as f:
+            w = csv.writer(f, quoting=csv.QUOTE_ALL)
+            w.writerow(["ID", "Kernel Name", "Section Name", "Metric Name", "Metric Unit", "Metric Value"])
+            for name, unit, value in rows:
+                w.writerow(["0", "k", "s", name, unit, value])
+
+    def test_facts_from_both_pages(self):
+        with tempfile.TemporaryDirectory() as d:
+            det, src = os.path.join(d, "details.csv"), os.path.join(d, "src.csv.gz")
+            self.details(det, [("Executed Instructions", "inst", "1,800"),
+                               ("Registers Per Thread", "register/thread", "120"),
+                               ("Warp Cycles Per Issued Instruction", "cycle", "8.23"),
+                               ("DRAM Throughput", "%", "86.21"), ("Duration", "ms", "0.2")])
+            source_page(src, [("k", [("FFMA R2, R3, R4, R5", 40, 1700, 0, 0),
+                                     ("BAR.SYNC.DEFER_BLOCKING 0x0", 60, 100, 60, 0)])])
+            row = one_launch_row("plain_new", det, src)
+            self.assertEqual(row["instructions"], "1800")  # (thousands separators gone)
+            self.assertEqual((row["registers"], row["cycles_per_issue"]), ("120", "8.23"))
+            self.assertEqual((row["dram_pct"], row["duration_us"]), ("86.21", "200.00"))
+            self.assertEqual((row["sass_lines"], row["samples"], row["barrier_pct"]), ("2", 100, "60.0"))
+            self.assertEqual(row["uniform"], "")  # (not asked in that profile)
+
+    def test_optional_metrics_left_empty(self):
+        with tempfile.TemporaryDirectory() as d:
+            det, src = os.path.join(d, "details.csv"), os.path.join(d, "src.csv.gz")
+            self.details(det, [("Executed Instructions", "inst", "10"),
+                               ("Registers Per Thread", "register/thread", "64"),
+                               ("Warp Cycles Per Issued Instruction", "cycle", "5")])
+            source_page(src, [("k", [("NOP", 1, 10, 0, 0)])])
+            row = one_launch_row("old", det, src)
+            self.assertEqual((row["dram_pct"], row["duration_us"], row["barrier_pct"]), ("", "", "0.0"))
 
 
 if __name__ == "__main__":
