@@ -6,7 +6,8 @@ has its own count, so the groups name the code without reading the SASS), the in
 opcode, the stall samples by reason, and the lines with the most samples. Standard library only.
 
 usage: ncu_source_summary.py SOURCE.csv.gz OUT.md
-Beside OUT.md: OUT_groups.tsv (every group) and OUT_reasons.tsv (every stall reason), for the docs.
+Beside OUT.md: OUT_groups.tsv (every group), OUT_opcodes.tsv (every opcode, its modifiers and
+predicate left off) and OUT_reasons.tsv (every stall reason), for the docs.
 """
 import collections
 import csv
@@ -83,6 +84,10 @@ def main():
         f.write("times\tlines\tinstructions\tinstructions_pct\tsamples\tsamples_pct\n")
         for times, (n, i, s) in sorted(groups.items(), key=lambda kv: -kv[1][1]):
             f.write(f"{times}\t{n}\t{i}\t{100 * i / total_i:.2f}\t{s}\t{100 * s / total_s:.2f}\n")
+    with open(stem + "_opcodes.tsv", "w") as f:
+        f.write("opcode\tinstructions\tinstructions_pct\n")
+        for op, i in ops.most_common():
+            f.write(f"{op}\t{i}\t{100 * i / total_i:.2f}\n")
     with open(stem + "_reasons.tsv", "w") as f:
         f.write("reason\tsamples\tsamples_pct\n")
         for reason, s in by_reason.most_common():

@@ -1,5 +1,6 @@
-"""scripts/ncu_source_summary.py: SASS lines grouped by how many times each ran, the shares right,
-only the first kernel of a file with several, and a clear error for a file with no lines. Standard
+"""scripts/ncu_source_summary.py: SASS lines grouped by how many times each ran, every opcode's
+count (a predicated line under its opcode), the shares right, only the first kernel of a file
+with several, and a clear error for a file with no lines. Standard
 library only (run with plain Python: python3 tests/scripts/test_ncu_source_summary.py)."""
 import csv
 import gzip
@@ -58,6 +59,9 @@ class SourceSummary(unittest.TestCase):
             self.assertEqual((groups[0]["lines"], groups[0]["instructions"], groups[0]["samples"]),
                              ("2", "1600", "30"))
             self.assertEqual(groups[1]["samples_pct"], "70.00")
+            with open(os.path.join(d, "out_opcodes.tsv")) as f:
+                ops = {o["opcode"]: o["instructions"] for o in csv.DictReader(f, delimiter="\t")}
+            self.assertEqual(ops, {"FFMA": "1600", "LDC": "100", "BAR": "100"})
             with open(os.path.join(d, "out_reasons.tsv")) as f:
                 reasons = {r["reason"]: r for r in csv.DictReader(f, delimiter="\t")}
             self.assertEqual(reasons["barrier"]["samples"], "60")
