@@ -140,12 +140,28 @@ def ab_rows(run_dir, tree_name=lambda tree: tree):
     return rows
 
 
+def source_page(source):
+    """An Nsight Compute source page (`--page source --csv --print-source sass`, gzipped or not)
+    summarised by scripts/ncu_source_summary.py: its SASS lines, stall samples, samples by reason
+    and executed instructions by opcode."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = pathlib.Path(tmp) / "s.md"
+        summary = pathlib.Path(__file__).with_name("ncu_source_summary.py")
+        subprocess.run([sys.executable, str(summary), str(source), str(out)], check=True,
+                       stdout=subprocess.DEVNULL)
+        head = out.read_text().splitlines()[2].split()
+        tables = {}
+        for kind, key, value in (("reasons", "reason", "samples"), ("opcodes", "opcode", "instructions")):
+            with (pathlib.Path(tmp) / f"s_{kind}.tsv").open(newline="") as f:
+                tables[kind] = {r[key]: int(r[value]) for r in csv.DictReader(f, delimiter="\t")}
+    return {"sass_lines": head[0], "samples": int(head[7]), **tables}
+
+
 def one_launch_row(name, details, source):
     """One profiled launch as a row, for an experiment's own table (an importable helper, no
     command): from Nsight Compute's details page (`--page details --csv`) its registers,
     instructions, cycles between a warp's instructions, DRAM busy (% of its peak) and duration
-    (µs); from its source page (`--page source --csv --print-source sass`, gzipped or not,
-    summarised by scripts/ncu_source_summary.py) its SASS lines, stall samples and their share at
+    (µs); from its source page (source_page) its SASS lines, stall samples and their share at
     the barrier. Optional metrics a page lacks (uniform instructions, DRAM, duration) are left
     empty."""
     wanted = {"Executed Instructions": "instructions", "Registers Per Thread": "registers",
@@ -161,16 +177,9 @@ def one_launch_row(name, details, source):
                 value = f"{float(value) * to_us[r['Metric Unit']]:.2f}"
             if key:
                 got[key] = value
-    with tempfile.TemporaryDirectory() as tmp:
-        out = pathlib.Path(tmp) / "s.md"
-        summary = pathlib.Path(__file__).with_name("ncu_source_summary.py")
-        subprocess.run([sys.executable, str(summary), str(source), str(out)], check=True,
-                       stdout=subprocess.DEVNULL)
-        head = out.read_text().splitlines()[2].split()
-        with (pathlib.Path(tmp) / "s_reasons.tsv").open(newline="") as f:
-            reasons = {r["reason"]: int(r["samples"]) for r in csv.DictReader(f, delimiter="\t")}
-    samples, barrier = int(head[7]), reasons.get("barrier", 0)
-    return {"kernel": name, "registers": got["registers"], "sass_lines": head[0],
+    page = source_page(source)
+    samples, barrier = page["samples"], page["reasons"].get("barrier", 0)
+    return {"kernel": name, "registers": got["registers"], "sass_lines": page["sass_lines"],
             "instructions": got["instructions"], "uniform": got.get("uniform", ""),
             "cycles_per_issue": got["cycles_per_issue"], "samples": samples,
             "barrier_samples": barrier, "barrier_pct": f"{100 * barrier / samples:.1f}",

@@ -14,7 +14,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SCRIPT = os.path.join(ROOT, "scripts", "result_tables.py")
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from result_tables import one_launch_row  # noqa: E402
+from result_tables import one_launch_row, source_page as summarise_page  # noqa: E402
 from test_ncu_source_summary import source_page  # noqa: E402
 HEADER = "chapter\tname\tvariant\tkernel\tms\ttflops\tgbs\tceiling_pct\tcopy_ceiling_gbs\tdevice\tshape\n"
 
@@ -98,6 +98,9 @@ class OneLaunchRow(unittest.TestCase):
             self.assertEqual((row["dram_pct"], row["duration_us"]), ("86.21", "200.00"))
             self.assertEqual((row["sass_lines"], row["samples"], row["barrier_pct"]), ("2", 100, "60.0"))
             self.assertEqual(row["uniform"], "")  # (not asked in that profile)
+            page = summarise_page(src)
+            self.assertEqual(page["opcodes"], {"FFMA": 1700, "BAR": 100})
+            self.assertEqual(page["reasons"]["barrier"], 60)
 
     def test_optional_metrics_left_empty(self):
         with tempfile.TemporaryDirectory() as d:

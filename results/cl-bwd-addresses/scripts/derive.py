@@ -10,28 +10,15 @@ documents run, chapter 09's plain one and the packed one, before (the fortieth v
 profiles: uniform-path/next/run2 for the plain kernel, cl-padding-tiles/run for the packed one)
 and after (run/).
 results/cl-bwd-addresses/opcodes.tsv: the same four launches' executed instructions by opcode (a
-row an opcode, a column a launch), from their source pages by scripts/ncu_source_summary.py.
+row an opcode, a column a launch), from their source pages (result_tables.source_page).
 """
-import csv
 import pathlib
-import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, "scripts")
-from result_tables import ab_rows, one_launch_row, write_tsv  # noqa: E402
+from result_tables import ab_rows, one_launch_row, source_page, write_tsv  # noqa: E402
 
 HERE = pathlib.Path("results/cl-bwd-addresses")
-
-
-def opcodes(source):
-    """{opcode: executed instructions} of a source page, by scripts/ncu_source_summary.py."""
-    with tempfile.TemporaryDirectory() as tmp:
-        out = pathlib.Path(tmp) / "s.md"
-        subprocess.run([sys.executable, "scripts/ncu_source_summary.py", str(source), str(out)],
-                       check=True, stdout=subprocess.DEVNULL)
-        with (pathlib.Path(tmp) / "s_opcodes.tsv").open(newline="") as f:
-            return {r["opcode"]: int(r["instructions"]) for r in csv.DictReader(f, delimiter="\t")}
 
 
 def main():
@@ -45,8 +32,8 @@ def main():
         ("packed_old", before_packed / "details_cl_new.csv", before_packed / "source_cl_new.csv.gz"),
         ("packed_new", run / "details_cl_PackedRows.csv", run / "source_cl_PackedRows.csv.gz")]
     write_tsv(HERE / "ncu.tsv", [one_launch_row(*launch) for launch in launches])
-    counts = {name: opcodes(source) for name, _, source in launches}
-    ops = sorted({op for c in counts.values() for op in c}, key=lambda op: -counts["plain_old"].get(op, 0))
+    counts = {name: source_page(source)["opcodes"] for name, _, source in launches}
+    ops = sorted({op for c in counts.values() for op in c}, key=lambda op: (-counts["plain_old"].get(op, 0), op))
     write_tsv(HERE / "opcodes.tsv", [{"opcode": op, **{name: c.get(op, 0) for name, c in counts.items()}}
                                      for op in ops])
 
