@@ -205,9 +205,11 @@ sanitize_shapes() {
   done
 }
 
-# Further sections (benchmarks, profiler checks), one file each, sourced in name order. They may use
+# Further sections (benchmarks, profiler checks), one file each, sourced in name order, byte by
+# byte (49 before 49b and 49c whatever the locale; a UTF-8 collation ignores the '-'). They may use
 # row, step, $out, $build, $root and $chapters, and write result files under $out/results.
-wants sections && for section in "$root"/scripts/gpu-check.d/$sections_glob.sh; do
+wants sections && mapfile -t sections < <(LC_COLLATE=C; printf '%s\n' "$root"/scripts/gpu-check.d/$sections_glob.sh)
+wants sections && for section in "${sections[@]}"; do
   [[ -e $section ]] || continue
   step "section $(basename "$section")"
   # shellcheck source=/dev/null

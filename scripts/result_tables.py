@@ -17,6 +17,9 @@
                                                    in the same process, by configuration and tree,
                                                    medians over the rounds and the ratio's range (a
                                                    varlen run: its whole backward alone, no ratio)
+  result_tables.py ab-forward RUN_DIR OUT.tsv      the same for forward runs (cl_packed, cl_plain,
+                                                   cl_varlen; cf_* alike): a variant's time its
+                                                   "whole forward" row, or its one kernel's
 
 Template arguments are joined by "/" (conv_fwd_cf_chunked<__nv_bfloat16, 4, 2> becomes kernel
 conv_fwd_cf_chunked, args __nv_bfloat16/4/2), so a docs_sync `where=` can select them. Standard
@@ -105,31 +108,39 @@ def resources(src, dst):
         w.writerows(sorted(out))
 
 
-def ab_rows(run_dir, tree_name=lambda tree: tree):
-    """The `ab` table's rows from RUN_DIR (a pathlib.Path); tree_name renames the files' trees."""
+def ab_rows(run_dir, tree_name=lambda tree: tree, direction="backward"):
+    """The `ab` table's rows from RUN_DIR (a pathlib.Path); tree_name renames the files' trees.
+    direction "forward": the forward variants (cl_packed, cl_plain, cl_varlen; column fwd_ms)."""
+    suffix, col = ("_bwd", "bwd_ms") if direction == "backward" else ("", "fwd_ms")
     groups = {}
     for path in sorted(run_dir.glob("bench_*_kernels.tsv")):
         parts = path.name[len("bench_"):-len("_kernels.tsv")].rsplit("_", 2)
         if len(parts) != 3:
             raise ValueError(f"{path}: expected bench_CONFIG_TREE_ROUND_kernels.tsv")
         config, tree, _ = parts
+        by_variant = {}
         with path.open(newline="") as f:
-            got = {r["variant"]: float(r["ms"]) for r in csv.DictReader(f, delimiter="\t")
-                   if r["kernel"] == "whole backward"}
-        if "cl_varlen_bwd" in got:  # (a varlen run has no plain kernel beside it)
-            pair = (got["cl_varlen_bwd"], None)
+            for r in csv.DictReader(f, delimiter="\t"):
+                by_variant.setdefault(r["variant"], []).append(r)
+        got = {}  # a variant's time: its "whole ..." row, or its one kernel's
+        for variant, rs in by_variant.items():
+            whole = [r for r in rs if r["kernel"] == f"whole {direction}"]
+            if whole or len(rs) == 1:
+                got[variant] = float((whole or rs)[0]["ms"])
+        if f"cl_varlen{suffix}" in got:  # (a varlen run has no plain kernel beside it)
+            pair = (got[f"cl_varlen{suffix}"], None)
         else:
-            lay = "cl" if "cl_packed_bwd" in got else "cf"
-            if f"{lay}_packed_bwd" not in got or f"{lay}_plain_bwd" not in got:
-                raise ValueError(f"{path}: no packed and plain whole backward, nor a varlen one")
-            pair = (got[f"{lay}_packed_bwd"], got[f"{lay}_plain_bwd"])
+            lay = "cl" if f"cl_packed{suffix}" in got else "cf"
+            if f"{lay}_packed{suffix}" not in got or f"{lay}_plain{suffix}" not in got:
+                raise ValueError(f"{path}: no packed and plain whole {direction}, nor a varlen one")
+            pair = (got[f"{lay}_packed{suffix}"], got[f"{lay}_plain{suffix}"])
         groups.setdefault((config, tree_name(tree)), []).append(pair)
     if not groups:
         raise ValueError(f"{run_dir}: no bench_*_kernels.tsv files")
     rows = []
     for (config, tree), ts in sorted(groups.items()):
         row = {"config": config, "tree": tree, "processes": len(ts),
-               "bwd_ms": f"{statistics.median(p for p, _ in ts):.4f}",
+               col: f"{statistics.median(p for p, _ in ts):.4f}",
                "plain_ms": "", "ratio": "", "ratio_min": "", "ratio_max": ""}
         if all(q is not None for _, q in ts):
             ratios = [p / q for p, q in ts]
@@ -194,14 +205,15 @@ def write_tsv(path, rows):
 
 
 def main(argv):
-    if len(argv) != 4 or argv[1] not in ("ncu", "resources", "ab"):
+    if len(argv) != 4 or argv[1] not in ("ncu", "resources", "ab", "ab-forward"):
         print(__doc__, file=sys.stderr)
         return 2
-    if argv[1] == "ab":
+    if argv[1] in ("ab", "ab-forward"):
         try:
-            rows = ab_rows(pathlib.Path(argv[2]))
+            rows = ab_rows(pathlib.Path(argv[2]),
+                           direction="forward" if argv[1] == "ab-forward" else "backward")
         except (ValueError, KeyError) as e:
-            print(f"result_tables.py ab: {e}", file=sys.stderr)
+            print(f"result_tables.py {argv[1]}: {e}", file=sys.stderr)
             return 1
         write_tsv(argv[3], rows)
     else:

@@ -51,6 +51,31 @@ class AbTable(unittest.TestCase):
             varlen = rows[("varlen", "new")]  # (no plain kernel: its time, no ratio)
             self.assertEqual((varlen["bwd_ms"], varlen["plain_ms"], varlen["ratio"]), ("0.2500", "", ""))
 
+    def test_forward(self):
+        # A forward run: a variant's time is its "whole forward" row where it has several kernels,
+        # else its one kernel's; backward rows in the same file are not the forward's.
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "bench_rows8_old_1_kernels.tsv"), "w") as f:
+                f.write(HEADER
+                        + "10\tpacked_sequences\tcf_packed\tmake_tap_words + conv\t0.14\t0\t0\t0\t0\tGPU\tS\n"
+                        + "10\tpacked_sequences\tcf_packed\twhole forward\t0.16\t0\t0\t0\t0\tGPU\tS\n"
+                        + "10\tpacked_sequences\tcf_plain\tconv_fwd_cf_staged\t0.15\t0\t0\t0\t0\tGPU\tS\n"
+                        + "10\tpacked_sequences\tcf_packed_bwd\twhole backward\t0.3\t0\t0\t0\t0\tGPU\tS\n")
+            with open(os.path.join(d, "bench_varlen_new_1_kernels.tsv"), "w") as f:
+                f.write(HEADER + "10\tpacked_sequences\tcl_varlen\tconv_fwd_cl_staged\t0.152\t0\t0\t0\t0\tGPU\tS\n")
+            out = os.path.join(d, "out.tsv")
+            r = subprocess.run([sys.executable, SCRIPT, "ab-forward", d, out], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(out, newline="") as f:
+                rows = {(x["config"], x["tree"]): x for x in csv.DictReader(f, delimiter="\t")}
+            rows8 = rows[("rows8", "old")]
+            self.assertEqual((rows8["fwd_ms"], rows8["plain_ms"], rows8["ratio"]), ("0.1600", "0.1500", "1.0667"))
+            self.assertEqual((rows[("varlen", "new")]["fwd_ms"], rows[("varlen", "new")]["ratio"]), ("0.1520", ""))
+            os.remove(os.path.join(d, "bench_varlen_new_1_kernels.tsv"))
+            r = subprocess.run([sys.executable, SCRIPT, "ab", d, out], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 1)  # (the backward has no plain kernel in this file)
+            self.assertIn("no packed and plain whole backward", r.stderr)
+
     def test_clear_errors(self):
         with tempfile.TemporaryDirectory() as d:
             out = os.path.join(d, "out.tsv")
