@@ -34,11 +34,18 @@ template <class T, int N, int kBatches>
 __device__ __forceinline__ void cl_fetch(const DirectArgs<T>& a, const T* x, int64_t t0, int i,
                                          Bytes16* ring) {
   if (i < kBatches) {
+    Bytes16* slot = ring + (i % kClStagedDepth) * kTileBatch * kClTiledThreads + threadIdx.x;
+    const int64_t t = t0 + int64_t(i) * kTileBatch;
+    if (t + kTileBatch <= a.seqlen) {  // the whole batch inside: a product, then a sum a row
+      const T* row = x + t * a.dim;
 #pragma unroll
-    for (int r = 0; r < kTileBatch; ++r) {
-      const int64_t t = t0 + int64_t(i) * kTileBatch + r;
-      copy16_async(ring + ((i % kClStagedDepth) * kTileBatch + r) * kClTiledThreads + threadIdx.x,
-                   t < a.seqlen ? x + t * a.dim : x, t < a.seqlen ? 16 : 0);
+      for (int r = 0; r < kTileBatch; ++r, row += a.dim)
+        copy16_async(slot + r * kClTiledThreads, row, 16);
+    } else {
+#pragma unroll
+      for (int r = 0; r < kTileBatch; ++r)
+        copy16_async(slot + r * kClTiledThreads, t + r < a.seqlen ? x + (t + r) * a.dim : x,
+                     t + r < a.seqlen ? 16 : 0);
     }
   }
   async_commit();
@@ -75,25 +82,26 @@ __device__ __forceinline__ void cl_staged(const DirectArgs<T>& a, const FastDivm
     constexpr int kStride = kClTiledThreads;  // (from one row's slot to the next)
     // A mixed tile asks batch by batch: most of its batches take the full form too.
     const Span here = span == Span::mixed ? batches.span(t) : span;
+    T* at = out + t * a.dim;  // row t's output; the next rows' by sums
     if (here == Span::full) {  // all but a few batches
 #pragma unroll
-      for (int r = 0; r < kTileBatch; ++r)
-        cl_row<true, Seqs::kPacked, T, W, N, true>(a, out, t + r, f, win, rows[r * kStride],
-                                                   kAllTaps<W>);
+      for (int r = 0; r < kTileBatch; ++r, at += a.dim)
+        cl_row_at<true, Seqs::kPacked, T, W, N, true>(
+            a, [&] { return at; }, t + r, f, win, rows[r * kStride], kAllTaps<W>);
     } else if (here == Span::padding) {  // (chapter 10; the rows still pass through the window)
 #pragma unroll
-      for (int r = 0; r < kTileBatch; ++r) {
+      for (int r = 0; r < kTileBatch; ++r, at += a.dim) {
 #pragma unroll
         for (int k = 0; k < W - 1; ++k) win[k] = win[k + 1];
         win[W - 1] = rows[r * kStride];
-        if (t + r < a.seqlen) store16_unordered(out + (t + r) * a.dim, zero_vec<T, N>());
+        if (t + r < a.seqlen) store16_unordered(at, zero_vec<T, N>());
       }
     } else {  // a mixed batch: a row's first, or (chapter 10) a sequence's start or end
       const auto fl = batches.flags(t);
 #pragma unroll
-      for (int r = 0; r < kTileBatch; ++r)
-        cl_row<false, Seqs::kPacked, T, W, N, true>(a, out, t + r, f, win, rows[r * kStride],
-                                                    fl[r]);
+      for (int r = 0; r < kTileBatch; ++r, at += a.dim)
+        cl_row_at<false, Seqs::kPacked, T, W, N, true>(
+            a, [&] { return at; }, t + r, f, win, rows[r * kStride], fl[r]);
     }
     cl_fetch<T, N, kBatches>(a, x, t0, i + kClStagedDepth, ring);  // into the slots just used
   }
