@@ -136,9 +136,11 @@ __global__ void __launch_bounds__(kStagedThreads)
     async_commit();
   };
   for (int s = 0; s < kStages - 1; ++s) fetch(s);
+  // (Chapter 10) the words are made by the launch before this one: from here on they are read.
+  if constexpr (States::kTapWords) wait_for_previous_launch();
 
   for (int64_t i = 0; i < count; ++i) {
-    // Before the tile lands: each vector's row and place in it, and its filter.
+    // Before the tile lands: each vector's row and place in it, its words and states, its filter.
     const Tile tl = tile_of(i);
     int64_t row[kStagedMine], t0[kStagedMine];
 #pragma unroll
@@ -149,10 +151,16 @@ __global__ void __launch_bounds__(kStagedThreads)
       t0[j] = tl.p0 + (v - r * row_vectors) * kPer;
     }
     auto channel = [&](int64_t r) { return r - g.by_dim.div(r) * a.dim; };
+    // Each vector's filter. With tap words it is loaded last, after the words and the states
+    // (loaded first, the warp waited for it before asking for them: two trips to memory a tile
+    // where the plain kernel has one); without words, first, the earliest it can be asked for.
     Filter<W> f[whole_rows ? kStagedMine : 1];  // (a piece of a row: one)
+    auto load_filters = [&] {
 #pragma unroll
-    for (int j = 0; j < (whole_rows ? kStagedMine : 1); ++j)
-      f[j] = load_filter<W>(a.weight, a.bias, channel(row[j] < rows ? row[j] : tl.row));
+      for (int j = 0; j < (whole_rows ? kStagedMine : 1); ++j)
+        f[j] = load_filter<W>(a.weight, a.bias, channel(row[j] < rows ? row[j] : tl.row));
+    };
+    if constexpr (!States::kTapWords) load_filters();
     // (Chapter 10) the taps that count of each vector's outputs and of the W-1 after them (every
     // tap unless the rows have several sequences: then the words of the vector and of the next);
     // a row's first vector's state (the x before t = 0) and its last vector's final states'
@@ -160,7 +168,6 @@ __global__ void __launch_bounds__(kStagedThreads)
     constexpr int kWords = States::kTapWords ? kStagedMine : 1;
     uint32_t own_word[kWords] = {}, next_word[kWords] = {};
     if constexpr (States::kTapWords) {
-      if (i == 0) wait_for_previous_launch();  // (the words are made by the launch before this one)
       // (In a piece of a row, vector u's word is the u-th after the tile's first.)
       const uint32_t* my_words =
           whole_rows ? nullptr : states.words_of(g.by_dim.div(tl.row)) + tl.p0 / kPer + threadIdx.x;
@@ -184,7 +191,21 @@ __global__ void __launch_bounds__(kStagedThreads)
       return (e < kPer ? own_word[j] >> (e * W) : next_word[j] >> ((e - kPer) * W)) & kAllTaps<W>;
     };
     constexpr int kEdges = States::kRowStates ? kStagedMine : 1;
-    float state[kEdges][W - 1] = {}, dfinal[kEdges][W - 1] = {};
+    // (With tap words a state is kept as loaded and converted where it is used: converted here,
+    // the warp would wait for it before the filter is asked for.)
+    using Kept = std::conditional_t<States::kTapWords, T, float>;
+    auto keep = [](T v) -> Kept {
+      if constexpr (std::is_same_v<Kept, T>)
+        return v;
+      else
+        return to_float(v);
+    };
+    Kept state[kEdges][W - 1];
+    float dfinal[kEdges][W - 1] = {};
+#pragma unroll
+    for (int j = 0; j < kEdges; ++j)
+#pragma unroll
+      for (int q = 0; q < W - 1; ++q) state[j][q] = from_float<Kept>(0.0f);
     if constexpr (States::kRowStates) {
 #pragma unroll
       for (int j = 0; j < kStagedMine; ++j) {
@@ -192,7 +213,7 @@ __global__ void __launch_bounds__(kStagedThreads)
         if (t0[j] == 0)
           if (const T* st = states.template state<W>(row[j]))
 #pragma unroll
-            for (int q = 0; q < W - 1; ++q) state[j][q] = to_float(st[q]);
+            for (int q = 0; q < W - 1; ++q) state[j][q] = keep(st[q]);
         if (t0[j] + kPer == a.seqlen)
           if (const float* df = states.template dfinal<W>(row[j]))
 #pragma unroll
@@ -200,6 +221,8 @@ __global__ void __launch_bounds__(kStagedThreads)
               if (taps(j, kPer - 1) >> (q + 1) & 1u) dfinal[j][q] = df[q];
       }
     }
+
+    if constexpr (States::kTapWords) load_filters();
 
     // The tile has landed when every thread's copies of it have; the stage the block finished with
     // last takes the tile kStages - 1 ahead.
@@ -253,7 +276,7 @@ __global__ void __launch_bounds__(kStagedThreads)
       if constexpr (States::kRowStates)
         if (t0[j] == 0)
 #pragma unroll
-          for (int q = 0; q < W - 1; ++q) xw[q] = state[j][q];
+          for (int q = 0; q < W - 1; ++q) xw[q] = to_float(state[j][q]);
       auto arithmetic = [&](auto masked) {
         auto taps_here = [&](int e) -> unsigned {  // (without the words: every tap)
           if constexpr (decltype(masked)::value) return taps(j, e);
