@@ -5,7 +5,9 @@
 #             ends however it ends (a time limit's TERM too), the repository's and OUT's paths
 #             taken out of the logs
 #   stamp     a line with the seconds since the start
-#   tree_copy DIR PATCH [-R]   a copy of the tree (no build/, no results/) with PATCH applied
+#   tree_copy DIR PATCH [-R]   a copy of the tree (no build/, no results/) with PATCH applied; run
+#                              ctest in a build of the working tree, not of a copy (the tests of
+#                              scripts that read committed results fail without results/)
 #   build_tree TAG SRC DIR JOBS [TARGET...]   configure SRC into DIR (native arch, Release) and
 #                              build it (the targets, or all), logs $res/configure_TAG.txt and
 #                              $res/build_TAG.txt; run two with & and `wait` to build side by side
