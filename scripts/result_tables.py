@@ -197,6 +197,16 @@ def one_launch_row(name, details, source):
             "dram_pct": got.get("dram_pct", ""), "duration_us": got.get("duration", "")}
 
 
+def launch_tables(launches, order_by):
+    """Two tables of profiled launches, each (name, details page, source page): one_launch_row's
+    row for each, and their executed instructions by opcode (a row an opcode, a column a launch;
+    the opcodes in the order of launch `order_by`'s counts, ties by name)."""
+    rows = [one_launch_row(*launch) for launch in launches]
+    counts = {name: source_page(source)["opcodes"] for name, _, source in launches}
+    ops = sorted({op for c in counts.values() for op in c}, key=lambda op: (-counts[order_by].get(op, 0), op))
+    return rows, [{"opcode": op, **{name: c.get(op, 0) for name, c in counts.items()}} for op in ops]
+
+
 def write_tsv(path, rows):
     with open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]), delimiter="\t", lineterminator="\n")

@@ -11,8 +11,16 @@
 #   build_tree TAG SRC DIR JOBS [TARGET...]   configure SRC into DIR (native arch, Release) and
 #                              build it (the targets, or all), logs $res/configure_TAG.txt and
 #                              $res/build_TAG.txt; run two with & and `wait` to build side by side
+#   build_pair PATCH TARGET...  the A/B pair: the working tree (old: the targets only, in
+#                              build/n_old) and a copy with PATCH applied (new: whole, in
+#                              build/n_new), built side by side; a stamped line of their error and
+#                              warning lines
 #   ch10_time TAG EXE ARGS...  one run of chapter 10 with --summary $res/bench_TAG.tsv, its
 #                              summary's times in one stamped line
+#   ncu_launch TAG REGEX EXE ARGS...  one launch of the kernel REGEX matches (demangled names)
+#                              under Nsight Compute (warp states, source counters, instruction
+#                              stats, launch, speed of light): $res/details_TAG.csv and
+#                              $res/source_TAG.csv.gz (SASS), the report itself deleted
 # Start a script under `timeout -s TERM` a little short of the device call's own limit (e.g. 570 s
 # of 600): killed by the call's limit, it leaves no archive (cl-column-blocks/README.md).
 set -uo pipefail
@@ -40,4 +48,25 @@ ch10_time() {
   local tag=$1 exe=$2; shift 2
   timeout 60 "$exe" "$@" --summary "$res/bench_$tag.tsv" > "$res/ch10_$tag.txt" 2>&1
   stamp "$tag rc $?: $(awk '/^summary \(/ {s = 1; next} s && $2 ~ /^[0-9.]+$/ {printf "%s %s ms; ", $1, $4}' "$res/ch10_$tag.txt")"
+}
+
+build_pair() {
+  local patch=$1 new; shift
+  new=$(mktemp -d)
+  tree_copy "$new" "$patch" || { stamp "the patch did not apply"; return 1; }
+  build_tree old . build/n_old 6 "$@" &
+  build_tree new "$new" build/n_new 10 &
+  wait
+  stamp "builds: $(cat "$res"/build_*.txt | grep -c ' error') error lines, $(grep -c warning "$res/build_new.txt") warning lines (new)"
+}
+
+ncu_launch() {
+  local tag=$1 regex=$2 exe=$3; shift 3
+  timeout 60 ncu --section WarpStateStats --section SourceCounters --section InstructionStats --section LaunchStats \
+    --section SpeedOfLight --clock-control none --kernel-name-base demangled --kernel-name regex:"$regex" \
+    --launch-count 1 -o "$res/$tag" -f "$exe" "$@" > "$res/ncu_$tag.txt" 2>&1
+  stamp "ncu $tag rc $?"
+  ncu --import "$res/$tag.ncu-rep" --page details --csv > "$res/details_$tag.csv" 2>&1
+  ncu --import "$res/$tag.ncu-rep" --page source --csv --print-source sass > "$res/source_$tag.csv" 2>&1
+  gzip -9 "$res/source_$tag.csv"; rm -f "$res/$tag.ncu-rep"
 }

@@ -14,7 +14,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SCRIPT = os.path.join(ROOT, "scripts", "result_tables.py")
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from result_tables import one_launch_row, source_page as summarise_page  # noqa: E402
+from result_tables import launch_tables, one_launch_row, source_page as summarise_page  # noqa: E402
 from test_ncu_source_summary import source_page  # noqa: E402
 HEADER = "chapter\tname\tvariant\tkernel\tms\ttflops\tgbs\tceiling_pct\tcopy_ceiling_gbs\tdevice\tshape\n"
 
@@ -27,6 +27,16 @@ def bench(d, name, layout, packed, plain):
             f.write(f"10\tpacked_sequences\t{v}\twhole backward\t{ms}\t0\t0\t0\t0\tGPU\tS\n")
 
 
+def ab_table(d, command="ab"):
+    """Runs `result_tables.py COMMAND d d/out.tsv`; its result and the table by (config, tree)."""
+    out = os.path.join(d, "out.tsv")
+    r = subprocess.run([sys.executable, SCRIPT, command, d, out], capture_output=True, text=True)
+    if r.returncode != 0:
+        return r, None
+    with open(out, newline="") as f:
+        return r, {(x["config"], x["tree"]): x for x in csv.DictReader(f, delimiter="\t")}
+
+
 class AbTable(unittest.TestCase):
     def test_groups_and_medians(self):
         with tempfile.TemporaryDirectory() as d:
@@ -35,11 +45,8 @@ class AbTable(unittest.TestCase):
             bench(d, "cf_rows8_new_1", "cf", 0.21, 0.20)
             with open(os.path.join(d, "bench_varlen_new_1_kernels.tsv"), "w") as f:
                 f.write(HEADER + "10\tpacked_sequences\tcl_varlen_bwd\twhole backward\t0.25\t0\t0\t0\t0\tGPU\tS\n")
-            out = os.path.join(d, "out.tsv")
-            r = subprocess.run([sys.executable, SCRIPT, "ab", d, out], capture_output=True, text=True)
+            r, rows = ab_table(d)
             self.assertEqual(r.returncode, 0, r.stderr)
-            with open(out, newline="") as f:
-                rows = {(x["config"], x["tree"]): x for x in csv.DictReader(f, delimiter="\t")}
             self.assertEqual(set(rows), {("rows8", "old"), ("cf_rows8", "new"), ("varlen", "new")})
             old = rows[("rows8", "old")]
             self.assertEqual(old["processes"], "3")
@@ -63,16 +70,13 @@ class AbTable(unittest.TestCase):
                         + "10\tpacked_sequences\tcf_packed_bwd\twhole backward\t0.3\t0\t0\t0\t0\tGPU\tS\n")
             with open(os.path.join(d, "bench_varlen_new_1_kernels.tsv"), "w") as f:
                 f.write(HEADER + "10\tpacked_sequences\tcl_varlen\tconv_fwd_cl_staged\t0.152\t0\t0\t0\t0\tGPU\tS\n")
-            out = os.path.join(d, "out.tsv")
-            r = subprocess.run([sys.executable, SCRIPT, "ab-forward", d, out], capture_output=True, text=True)
+            r, rows = ab_table(d, "ab-forward")
             self.assertEqual(r.returncode, 0, r.stderr)
-            with open(out, newline="") as f:
-                rows = {(x["config"], x["tree"]): x for x in csv.DictReader(f, delimiter="\t")}
             rows8 = rows[("rows8", "old")]
             self.assertEqual((rows8["fwd_ms"], rows8["plain_ms"], rows8["ratio"]), ("0.1600", "0.1500", "1.0667"))
             self.assertEqual((rows[("varlen", "new")]["fwd_ms"], rows[("varlen", "new")]["ratio"]), ("0.1520", ""))
             os.remove(os.path.join(d, "bench_varlen_new_1_kernels.tsv"))
-            r = subprocess.run([sys.executable, SCRIPT, "ab", d, out], capture_output=True, text=True)
+            r, _ = ab_table(d)
             self.assertEqual(r.returncode, 1)  # (the backward has no plain kernel in this file)
             self.assertIn("no packed and plain whole backward", r.stderr)
 
@@ -136,6 +140,25 @@ class OneLaunchRow(unittest.TestCase):
             source_page(src, [("k", [("NOP", 1, 10, 0, 0)])])
             row = one_launch_row("old", det, src)
             self.assertEqual((row["dram_pct"], row["duration_us"], row["barrier_pct"]), ("", "", "0.0"))
+
+    def test_launch_tables(self):
+        # Two launches: a row each, and their opcodes side by side in the first launch's order
+        # (ties by name; an opcode one launch lacks counts 0 there).
+        with tempfile.TemporaryDirectory() as d:
+            launches = []
+            for name, lines in (("a", [("FFMA R2, R3, R4, R5", 5, 300, 0, 0), ("IMAD R1, R2, R3, R4", 1, 100, 0, 0),
+                                       ("BAR.SYNC.DEFER_BLOCKING 0x0", 4, 100, 4, 0)]),
+                                ("b", [("IMAD R1, R2, R3, R4", 2, 700, 0, 0), ("LOP3.LUT R1, R2, 0x1, RZ", 1, 50, 0, 0)])):
+                det, src = os.path.join(d, f"{name}.csv"), os.path.join(d, f"{name}.csv.gz")
+                self.details(det, [("Executed Instructions", "inst", "500"),
+                                   ("Registers Per Thread", "register/thread", "64"),
+                                   ("Warp Cycles Per Issued Instruction", "cycle", "5")])
+                source_page(src, [("k", lines)])
+                launches.append((name, det, src))
+            rows, opcodes = launch_tables(launches, "a")
+            self.assertEqual([r["kernel"] for r in rows], ["a", "b"])
+            self.assertEqual(opcodes, [{"opcode": "FFMA", "a": 300, "b": 0}, {"opcode": "BAR", "a": 100, "b": 0},
+                                       {"opcode": "IMAD", "a": 100, "b": 700}, {"opcode": "LOP3", "a": 0, "b": 50}])
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ import pathlib
 import sys
 
 sys.path.insert(0, "scripts")
-from result_tables import ab_rows, one_launch_row, source_page, write_tsv  # noqa: E402
+from result_tables import ab_rows, launch_tables, write_tsv  # noqa: E402
 
 HERE = pathlib.Path("results/cf-bwd-loads")
 
@@ -43,11 +43,9 @@ def main():
         ("plain", before / "details_cf_plain.csv", before / "source_cf_plain.csv.gz"),
         ("packed_old", before / "details_cf_packed.csv", before / "source_cf_packed.csv.gz"),
         ("packed_new", run / "details_cf_packed.csv", run / "source_cf_packed.csv.gz")]
-    write_tsv(HERE / "ncu.tsv", [one_launch_row(*launch) for launch in launches])
-    counts = {name: source_page(source)["opcodes"] for name, _, source in launches}
-    ops = sorted({op for c in counts.values() for op in c}, key=lambda op: (-counts["plain"].get(op, 0), op))
-    write_tsv(HERE / "opcodes.tsv", [{"opcode": op, **{name: c.get(op, 0) for name, c in counts.items()}}
-                                     for op in ops])
+    ncu_rows, opcode_rows = launch_tables(launches, "plain")
+    write_tsv(HERE / "ncu.tsv", ncu_rows)
+    write_tsv(HERE / "opcodes.tsv", opcode_rows)
     write_tsv(HERE / "waits.tsv", [{"kernel": name, **line} for name, _, source in launches
                                    for line in busiest_lines(source)])
 

@@ -10,12 +10,7 @@
 # Run from the repository root with OUT set (about 8 minutes):
 #   timeout -s TERM 570 bash results/cf-filter-ahead/scripts/run.sh
 source results/scripts/device_run.sh
-new=$(mktemp -d)
-tree_copy "$new" results/cf-filter-ahead/filter_ahead.patch || { stamp "the patch did not apply"; exit 1; }
-build_tree old . build/n_old 6 ch10_packed_sequences ch09_direct_backward &
-build_tree new "$new" build/n_new 10 &
-wait
-stamp "builds: $(cat "$res"/build_*.txt | grep -c ' error') error lines, $(grep -c warning "$res/build_new.txt") warning lines (new)"
+build_pair results/cf-filter-ahead/filter_ahead.patch ch10_packed_sequences ch09_direct_backward || exit 1
 big=(--batch 8 --dim 4096 --seqlen 4096 --width 4 --iters 20 --warmup 3)
 for round in 1 2; do
   for v in old new; do
@@ -34,18 +29,11 @@ for round in 1 2; do
     done
   done
 done
-for k in "conv_bwd_cf_staged.*NoRowStates" "conv_bwd_cf_staged.*RowTapsBwd"; do
-  tag=$([[ $k == *RowTaps* ]] && echo cf_packed || echo cf_plain)
-  timeout 60 ncu --section WarpStateStats --section SourceCounters --section InstructionStats --section LaunchStats \
-    --section SpeedOfLight --clock-control none --kernel-name-base demangled --kernel-name regex:"$k" --launch-count 1 \
-    -o "$res/$tag" -f build/n_new/chapters/10_packed_sequences/ch10_packed_sequences "${big[@]}" --dtype bf16 \
-    --direction backward --layout channel-first --form rows --seq-lens random:8 --initial-states --iters 1 --warmup 0 \
-    > "$res/ncu_$tag.txt" 2>&1
-  stamp "ncu $tag rc $?"
-  ncu --import "$res/$tag.ncu-rep" --page details --csv > "$res/details_$tag.csv" 2>&1
-  ncu --import "$res/$tag.ncu-rep" --page source --csv --print-source sass > "$res/source_$tag.csv" 2>&1
-  gzip -9 "$res/source_$tag.csv"; rm -f "$res/$tag.ncu-rep"
-done
+exe10=build/n_new/chapters/10_packed_sequences/ch10_packed_sequences
+rows8=("${big[@]}" --dtype bf16 --direction backward --layout channel-first --form rows --seq-lens random:8
+       --initial-states --iters 1 --warmup 0)
+ncu_launch cf_plain "conv_bwd_cf_staged.*NoRowStates" $exe10 "${rows8[@]}"
+ncu_launch cf_packed "conv_bwd_cf_staged.*RowTapsBwd" $exe10 "${rows8[@]}"
 CONV1D_REQUIRE_GPU=1 timeout 150 ctest --test-dir build/n_new -R "Ch09|Ch10|ch09|ch10" -E "^scripts\." -j 4 \
   --output-on-failure > "$res/ctest_ch09_ch10.log" 2>&1
 stamp "ctest ch09+ch10 rc $?: $(grep -E 'tests passed' "$res/ctest_ch09_ch10.log")"

@@ -16,7 +16,7 @@ import pathlib
 import sys
 
 sys.path.insert(0, "scripts")
-from result_tables import ab_rows, one_launch_row, source_page, write_tsv  # noqa: E402
+from result_tables import ab_rows, launch_tables, write_tsv  # noqa: E402
 
 HERE = pathlib.Path("results/cl-bwd-addresses")
 
@@ -31,11 +31,9 @@ def main():
         ("plain_new", run / "details_cl_Baseline.csv", run / "source_cl_Baseline.csv.gz"),
         ("packed_old", before_packed / "details_cl_new.csv", before_packed / "source_cl_new.csv.gz"),
         ("packed_new", run / "details_cl_PackedRows.csv", run / "source_cl_PackedRows.csv.gz")]
-    write_tsv(HERE / "ncu.tsv", [one_launch_row(*launch) for launch in launches])
-    counts = {name: source_page(source)["opcodes"] for name, _, source in launches}
-    ops = sorted({op for c in counts.values() for op in c}, key=lambda op: (-counts["plain_old"].get(op, 0), op))
-    write_tsv(HERE / "opcodes.tsv", [{"opcode": op, **{name: c.get(op, 0) for name, c in counts.items()}}
-                                     for op in ops])
+    ncu_rows, opcode_rows = launch_tables(launches, "plain_old")
+    write_tsv(HERE / "ncu.tsv", ncu_rows)
+    write_tsv(HERE / "opcodes.tsv", opcode_rows)
 
 
 if __name__ == "__main__":
