@@ -31,8 +31,8 @@ big=(--batch 8 --dim 4096 --seqlen 4096 --width 4 --iters 20 --warmup 3)
 for round in 1 2; do
   for v in old new; do
     for dt in bf16 fp32; do
-      timeout 60 build/n_$v/chapters/09_direct_backward/ch09_direct_backward "${big[@]}" --dtype $dt --variant staged --reduction deterministic \
-        --summary "$res/bench09_${dt}_${v}_$round.tsv" > "$res/ch09_${dt}_${v}_$round.txt" 2>&1
+      timeout 60 build/n_$v/chapters/09_direct_backward/ch09_direct_backward "${big[@]}" --dtype $dt --variant staged \
+        --reduction deterministic --summary "$res/bench09_${dt}_${v}_$round.tsv" > "$res/ch09_${dt}_${v}_$round.txt" 2>&1
       stamp "ch09 $dt $v $round rc $?: $(awk -F'\t' 'NR > 1 && $4 !~ /^conv/ {printf "%s %s %s ms; ", $3, $4, $5}' "$res/bench09_${dt}_${v}_${round}_kernels.tsv")"
     done
     for cfg in cl_rows8 cf_rows8 varlen; do
