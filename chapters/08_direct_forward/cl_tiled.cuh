@@ -22,12 +22,13 @@ constexpr int kClTiledThreads = 128;  // a block
 
 // Seqs (chapter 10): where sequences begin (direct_common.cuh); chapter 08's rows are one each.
 // [docs:ch08_cl_tiled]
-// Row t enters the window; its output, at where() (row t of the output), unless the flags `m` say
-// it is not this kernel's (chapter 10's edge outputs, which the sequence policy writes) or t is past
-// the end. kFull: every tap counts. kStore16 (cl_staged): the output written by one 16-byte store
-// instruction (store16_unordered; assigned, nvcc wrote these conditional stores as four 4-byte ones).
-// (`where` is asked only for an output that is written: cl_staged steps its address by a sum a row,
-// and cl_row's product stays inside the test, where cl_tiled ran 1.3-1.4 % faster than with it ahead.)
+// Row t enters the window; its output, at where() (row t of the output), unless the flags `m`
+// say it is not this kernel's (chapter 10's edge outputs, which the sequence policy writes) or t
+// is past the end. kFull: every tap counts. kStore16 (cl_staged): the output written by one
+// 16-byte store instruction (store16_unordered; assigned, nvcc wrote these conditional stores as
+// four 4-byte ones). (`where` is asked only for an output that is written: cl_staged steps its
+// address by a sum a row, and cl_row's product stays inside the test, where cl_tiled ran
+// 1.3-1.4 % faster than with it ahead.)
 template <bool kFull, bool kPacked, class T, int W, int N, bool kStore16 = false, class Where>
 __device__ __forceinline__ void cl_row_at(const DirectArgs<T>& a, Where where, int64_t t,
                                           const Filter<W> (&f)[N], Vec<T, N> (&win)[W],
