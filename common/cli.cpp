@@ -138,7 +138,7 @@ std::string help_text(const ChapterSpec& spec, const std::vector<ExtraFlag>& ext
   line("--save-npy DIR",
        spec.pass != "forward"
            ? "write the inputs, the outputs and the references as .npy files into DIR"
-                     : "write x, weight, bias, out and the reference as .npy files into DIR");
+           : "write x, weight, bias, out and the reference as .npy files into DIR");
   line("--profile-csv PREFIX", "write phase records to PREFIX_stats.csv and PREFIX_trace.csv");
   line("--summary FILE", "append one tab-separated result line per variant (used by the tour)");
   for (const ExtraFlag& e : extra) line(e.name + (e.takes_value ? " V" : ""), e.help);

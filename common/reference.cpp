@@ -73,7 +73,7 @@ class RowView {
 
   // Does input position s (possibly negative) contribute to output t?
   bool contributes(int64_t s, int64_t t) const {
-    if (!seq_) return true;         // no packing: everything in the window counts
+    if (!seq_) return true;                // no packing: everything in the window counts
     if (seq_[t] < 0) return false;         // padding output
     if (s < 0) return seq_[0] == seq_[t];  // before t = 0: the row's first sequence
     return seq_[s] == seq_[t];             // same packed sequence only

@@ -5,7 +5,7 @@
 # Comments are not re-wrapped (ReflowComments: false): many hold aligned tables.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mapfile -t files < <(git ls-files '*.cu' '*.cuh' '*.h' '*.cpp')
+mapfile -t files < <(git ls-files --cached --others --exclude-standard '*.cu' '*.cuh' '*.h' '*.cpp')
 if [[ ${1:-} == --check ]]; then
   bad=0
   for f in "${files[@]}"; do

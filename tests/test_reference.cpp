@@ -848,7 +848,8 @@ TEST(ReferenceChunks, ChunksEqualOnePass) {
     const std::vector<double> dout = random_vec(r, p.shape.elements()),
                               dfinal = random_vec(r, p.states());
     const Grads whole = backward(p, dout, dfinal);
-    std::vector<double> dx(p.x.size()), dweight(p.weight.size(), 0.0), dbias(D, 0.0), dstates = dfinal;
+    std::vector<double> dx(p.x.size()), dweight(p.weight.size(), 0.0), dbias(D, 0.0),
+        dstates = dfinal;
     for (size_t c = K; c-- > 0;) {
       const Grads g = backward(chunks[c], piece(dout, c), dstates);
       put(dx, c, g.dx);
@@ -1012,9 +1013,9 @@ TEST(ReferenceVarlen, MatchesPackedRowAndSeparateSequences) {
         want_final = want.final_states;
       }
       if (slot >= 0)
-        expect_exact(std::vector<double>(finals.begin() + slot * D * S,
-                                         finals.begin() + (slot + 1) * D * S),
-                     want_final, "final state of sequence " + std::to_string(n));
+        expect_exact(
+            std::vector<double>(finals.begin() + slot * D * S, finals.begin() + (slot + 1) * D * S),
+            want_final, "final state of sequence " + std::to_string(n));
     }
     // Row 0 of the cache is nobody's, nor are the rows of sequences without an index.
     for (int64_t c = 0; c < C; ++c) {
@@ -1083,7 +1084,8 @@ TEST(ReferenceVarlen, BackwardMatchesFiniteDifferences) {
       if (states) {
         check(cache, dstates, "dstates of sequence " + std::to_string(n), slots[n]);
       } else {  // without states: the gradient at the zeros, finite (their value is not an input)
-        for (int64_t i = 0; i < D * S; ++i) EXPECT_TRUE(std::isfinite(dstates[slots[n] * D * S + i]));
+        for (int64_t i = 0; i < D * S; ++i)
+          EXPECT_TRUE(std::isfinite(dstates[slots[n] * D * S + i]));
       }
     }
     // Rows no sequence uses are left as they were.

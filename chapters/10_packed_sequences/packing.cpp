@@ -49,8 +49,9 @@ std::string parse_seq_lens(const std::string& spec, int64_t total, uint64_t seed
     at = comma + 1;
   }
   if (exact ? sum != total : sum > total)
-    return where + "the lengths sum to " + std::to_string(sum) + (exact ? ", not " : ", more than ") +
-           std::to_string(total) + (exact ? " (B*L tokens)" : " (L)");
+    return where + "the lengths sum to " + std::to_string(sum) +
+           (exact ? ", not " : ", more than ") + std::to_string(total) +
+           (exact ? " (B*L tokens)" : " (L)");
   return "";
 }
 
@@ -84,7 +85,8 @@ std::vector<float> random_floats(size_t n, uint64_t seed) {
 }
 
 // The tolerances of a reference's sums from the sizes of their terms (chapter 06).
-void sum_tolerances(GradRef* g, const std::vector<double>& dw_sq, const std::vector<double>& db_sq) {
+void sum_tolerances(GradRef* g, const std::vector<double>& dw_sq,
+                    const std::vector<double>& db_sq) {
   double w = 0, b = 0;
   for (double v : dw_sq) w += v;
   for (double v : db_sq) b += v;

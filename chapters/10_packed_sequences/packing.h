@@ -39,7 +39,7 @@ struct GradRef {
 constexpr float kUntouched = -7.0f;
 
 struct Packed {
-  RandomInputs in;  // x [B, D, L], weight, bias
+  RandomInputs in;   // x [B, D, L], weight, bias
   HostArray x_last;  // x as [B, L, D]: also the varlen tokens [B*L, D]
   // Rows form.
   HostArray init;                 // [B, D, W-1], empty without --initial-states
@@ -51,9 +51,9 @@ struct Packed {
   // (negative: from zeros, nothing written).
   std::vector<int64_t> lens;
   std::vector<int32_t> cu_seqlens, slots;
-  HostArray cache;                   // [C, D, W-1] as it is before a run
-  std::vector<double> ref_varlen;    // [B*L, D]
-  std::vector<double> ref_cache;     // [C, D, W-1] after a run
+  HostArray cache;                              // [C, D, W-1] as it is before a run
+  std::vector<double> ref_varlen;               // [B*L, D]
+  std::vector<double> ref_cache;                // [C, D, W-1] after a run
   int64_t states_read = 0, states_written = 0;  // cache rows a run reads and writes
   // --chunks: the rows form as pieces of L, each starting from the inputs before it (the first
   // from the initial states).
@@ -62,9 +62,9 @@ struct Packed {
   // Backward: dout like x, the final states' gradients coming back (fp32, as the state
   // gradients are), and the references of the rows form, of chapter 09's problem on the same x
   // and dout, and of the varlen form.
-  HostArray dout, dout_last;       // [B, D, L] and [B, L, D] (the varlen [B*L, D])
-  std::vector<float> dfinal_rows;  // [B, D, W-1]
-  std::vector<float> dfinal_cache; // [C, D, W-1]
+  HostArray dout, dout_last;        // [B, D, L] and [B, L, D] (the varlen [B*L, D])
+  std::vector<float> dfinal_rows;   // [B, D, W-1]
+  std::vector<float> dfinal_cache;  // [C, D, W-1]
   GradRef grad_rows, grad_plain, grad_varlen;
   std::string summary() const;
 };

@@ -38,8 +38,7 @@ std::string check_flags(const Options& o, const DecodeFlags& f) {
     return "--kernel vector needs --state-len " + std::to_string(o.width - 1) +
            " (W-1) and --dim a multiple of " + std::to_string(16 / dtype_bytes(o.dtype)) +
            " (16 bytes of channels); --kernel channel takes any shape";
-  if (f.threads != 0 && f.threads != 64 && f.threads != 128 && f.threads != 256 &&
-      f.threads != 512)
+  if (f.threads != 0 && f.threads != 64 && f.threads != 128 && f.threads != 256 && f.threads != 512)
     return "--threads must be 0 (the launch chooses), 64, 128, 256 or 512 (got " +
            std::to_string(f.threads) + ")";
   int64_t bd = 0, tokens = 0, per_tensor = 0, cache = 0;
