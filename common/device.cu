@@ -77,31 +77,6 @@ bool takes_early_launch(const void* kernel) {
 #endif
 }
 
-const SideStream& side_stream() {
-  static std::mutex m;
-  static std::map<int, SideStream> made;
-  int device = 0;
-  GPU_CHECK(cudaGetDevice(&device));
-  const std::lock_guard<std::mutex> lock(m);
-  SideStream& side = made[device];
-  if (side.stream == nullptr) {
-    int least = 0, greatest = 0;
-    GPU_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-    GPU_CHECK(cudaStreamCreateWithPriority(&side.stream, cudaStreamNonBlocking, greatest));
-    GPU_CHECK(cudaEventCreateWithFlags(&side.forked, cudaEventDisableTiming));
-    GPU_CHECK(cudaEventCreateWithFlags(&side.joined, cudaEventDisableTiming));
-  }
-  return side;
-}
-void SideStream::fork(cudaStream_t s) const {
-  GPU_CHECK(cudaEventRecord(forked, s));
-  GPU_CHECK(cudaStreamWaitEvent(stream, forked, 0));
-}
-void SideStream::join(cudaStream_t s) const {
-  GPU_CHECK(cudaEventRecord(joined, stream));
-  GPU_CHECK(cudaStreamWaitEvent(s, joined, 0));
-}
-
 int64_t resident_blocks(const void* kernel, int threads, size_t smem) {
   static std::mutex m;
   static std::map<std::tuple<const void*, int, int, size_t>, int64_t> known;

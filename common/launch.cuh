@@ -75,18 +75,6 @@ bool takes_early_launch(const void* kernel);
 // blocks loop over the work: more would only wait for a place. Asked once per kernel and device.
 int64_t resident_blocks(const void* kernel, int threads, size_t smem);
 
-// A second stream on the current device, for work that may run beside the caller's: fork() makes
-// it wait for what `s` has queued so far, join() makes `s` wait for what it has queued since. It
-// has the device's highest priority: where both streams have blocks waiting, the GPU schedules its
-// blocks first. Created once a device, its events reused (a host thread at a time).
-struct SideStream {
-  cudaStream_t stream = nullptr;
-  cudaEvent_t forked = nullptr, joined = nullptr;
-  void fork(cudaStream_t s) const;
-  void join(cudaStream_t s) const;
-};
-const SideStream& side_stream();
-
 // launch_or_describe, with the launch allowed to start early (above) when `early` is set and the
 // kernel takes it, and `smem` bytes of dynamic shared memory a block (more than the 48 KB a kernel
 // gets without asking are asked for).
@@ -127,6 +115,14 @@ void launch_early_or_describe(const char* name, void (*kernel)(P...), int64_t bl
 #endif
   kernel<<<static_cast<unsigned>(blocks), threads, smem, stream>>>(std::forward<A>(args)...);
   GPU_CHECK_LAUNCH(name);
+}
+
+// launch_or_describe with `smem` bytes of dynamic shared memory a block (an ordinary launch).
+template <class... P, class... A>
+void launch_smem_or_describe(const char* name, void (*kernel)(P...), int64_t blocks, int threads,
+                             size_t smem, cudaStream_t stream, KernelFacts* facts, A&&... args) {
+  launch_early_or_describe(name, kernel, blocks, threads, smem, stream, facts, false,
+                           std::forward<A>(args)...);
 }
 
 }  // namespace conv1d

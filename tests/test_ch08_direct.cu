@@ -9,13 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "chapters/08_direct_forward/cf_chunked.cuh"
-#include "chapters/08_direct_forward/cf_staged.cuh"
-#include "chapters/08_direct_forward/cf_vector.cuh"
-#include "chapters/08_direct_forward/cl_staged.cuh"
-#include "chapters/08_direct_forward/cl_tiled.cuh"
-#include "chapters/08_direct_forward/cl_vector.cuh"
-#include "chapters/08_direct_forward/naive.cuh"
+#include "chapters/08_direct_forward/kernels.cuh"
 #include "common/buffers.h"
 #include "common/runner.h"
 #include "common/verify.h"
@@ -115,7 +109,7 @@ HostArray run(const Kernel& k, const Problem& p, size_t offset = 0) {
     else if (k.name == "cf_chunked")
       launch_cf_chunked(a, o.width, k.vectors);
     else if (k.name == "cf_staged")
-      launch_cf_staged(a, o.width, 0, nullptr, EveryTap<T>{}, k.blocks);
+      launch_cf_staged(a, o.width, 0, nullptr, k.blocks);
     else if (k.name == "cl_vector")
       launch_cl_vector(a, o.width, k.access_bytes);
     else if (k.name == "cl_staged")
@@ -245,9 +239,9 @@ TEST(Ch08Direct, ClStagedTilesAndRows) {
     int64_t b, d, l;
     Dtype t;
   };
-  const Shape shapes[] = {{2, 8, 200, Dtype::bf16},  {3, 16, 64, Dtype::fp16},
-                          {1, 24, 2, Dtype::bf16},   {4, 8, 7, Dtype::fp16},
-                          {2, 4, 131, Dtype::fp32},  {1, 520, 96, Dtype::bf16},
+  const Shape shapes[] = {{2, 8, 200, Dtype::bf16},   {3, 16, 64, Dtype::fp16},
+                          {1, 24, 2, Dtype::bf16},    {4, 8, 7, Dtype::fp16},
+                          {2, 4, 131, Dtype::fp32},   {1, 520, 96, Dtype::bf16},
                           {5, 12, 1000, Dtype::fp32}, {1, 8, 1, Dtype::bf16}};
   for (const Shape& sh : shapes)
     for (int width : {2, 3, 4}) {
@@ -327,9 +321,9 @@ TEST(Ch08Launch, RowsPerThreadFillTheGpu) {
   EXPECT_EQ(cl_tiled_rows(8, 4096, 512, 132, 0, 16), 16);  // at most 16 (the 16-bit types)
   // The staged kernel: 64 rows while that leaves 2 blocks of 128 threads for each of 132
   // multiprocessors (33792 items), then 32, then 16.
-  EXPECT_EQ(cl_staged_rows(8, 4096, 512, 132), 64);   // 8 * 64 * 512 = 262144
-  EXPECT_EQ(cl_staged_rows(32, 512, 256, 132), 64);   // 65536
-  EXPECT_EQ(cl_staged_rows(8, 2048, 128, 132), 32);   // at 64 rows 32768, at 32 65536
+  EXPECT_EQ(cl_staged_rows(8, 4096, 512, 132), 64);  // 8 * 64 * 512 = 262144
+  EXPECT_EQ(cl_staged_rows(32, 512, 256, 132), 64);  // 65536
+  EXPECT_EQ(cl_staged_rows(8, 2048, 128, 132), 32);  // at 64 rows 32768, at 32 65536
   EXPECT_EQ(cl_staged_rows(4, 1024, 8, 132), 16);
   EXPECT_EQ(cl_staged_rows(4, 1024, 8, 132, 64), 64);  // asked for
 }

@@ -10,12 +10,7 @@
 #include <vector>
 
 #include "chapters/06_channel_last_backward/backward_problem.h"
-#include "chapters/09_direct_backward/cf_fused.cuh"
-#include "chapters/09_direct_backward/cf_staged.cuh"
-#include "chapters/09_direct_backward/cl_staged.cuh"
-#include "chapters/09_direct_backward/cl_tiled.cuh"
-#include "chapters/09_direct_backward/naive.cuh"
-#include "chapters/09_direct_backward/reduce.cuh"
+#include "chapters/09_direct_backward/kernels.cuh"
 #include "common/buffers.h"
 #include "common/runner.h"
 #include "tests/gpu_test_util.h"
@@ -59,11 +54,10 @@ std::string describe(const Kernel& k, const Options& o) {
          (k.name == "cl_tiled"
               ? "@" + std::to_string(k.rows) + "r@" + std::to_string(k.access_bytes) + "B"
               : "") +
-         (k.name == "cl_staged" ? "@" + std::to_string(k.rows) + "r" : "") +
-         " " + layout_name(k.layout) + " B=" + std::to_string(o.batch) +
-         " D=" + std::to_string(o.dim) + " L=" + std::to_string(o.seqlen) +
-         " W=" + std::to_string(o.width) + " " + dtype_name(o.dtype) + (o.bias ? " bias" : "") +
-         (o.silu ? " silu" : "");
+         (k.name == "cl_staged" ? "@" + std::to_string(k.rows) + "r" : "") + " " +
+         layout_name(k.layout) + " B=" + std::to_string(o.batch) + " D=" + std::to_string(o.dim) +
+         " L=" + std::to_string(o.seqlen) + " W=" + std::to_string(o.width) + " " +
+         dtype_name(o.dtype) + (o.bias ? " bias" : "") + (o.silu ? " silu" : "");
 }
 
 // The problem (channel-first, with its reference) and its channel-last copies.
@@ -252,12 +246,11 @@ TEST(Ch09Direct, StagedTilesAndRows) {
     int64_t b, d, l;
     Dtype t;
   };
-  const Shape shapes[] = {{2, 3, 6000, Dtype::bf16}, {3, 40, 104, Dtype::fp16},
-                          {1, 7, 4104, Dtype::bf16}, {1, 1, 4096, Dtype::bf16},
-                          {1, 1, 4100, Dtype::fp32}, {2, 5, 2048, Dtype::fp32},
-                          {1, 2, 8, Dtype::bf16},    {5, 30, 4, Dtype::fp32},
-                          {3, 40, 256, Dtype::bf16}, {5, 30, 256, Dtype::fp32},
-                          {2, 9, 768, Dtype::fp16}};
+  const Shape shapes[] = {
+      {2, 3, 6000, Dtype::bf16}, {3, 40, 104, Dtype::fp16}, {1, 7, 4104, Dtype::bf16},
+      {1, 1, 4096, Dtype::bf16}, {1, 1, 4100, Dtype::fp32}, {2, 5, 2048, Dtype::fp32},
+      {1, 2, 8, Dtype::bf16},    {5, 30, 4, Dtype::fp32},   {3, 40, 256, Dtype::bf16},
+      {5, 30, 256, Dtype::fp32}, {2, 9, 768, Dtype::fp16}};
   for (const Shape& sh : shapes)
     for (int width : {2, 3, 4}) {
       const Problem q =
@@ -286,10 +279,10 @@ TEST(Ch09Direct, ChannelLastStagedTiles) {
     int64_t b, d, l;
     Dtype t;
   };
-  const Shape shapes[] = {{2, 4, 3, Dtype::bf16},     {3, 8, 7, Dtype::fp16},
-                          {1, 132, 70, Dtype::bf16},  {2, 260, 300, Dtype::fp32},
-                          {1, 2, 1000, Dtype::fp32},  {3, 136, 257, Dtype::bf16},
-                          {1, 512, 64, Dtype::bf16},  {2, 40, 1100, Dtype::fp16}};
+  const Shape shapes[] = {{2, 4, 3, Dtype::bf16},    {3, 8, 7, Dtype::fp16},
+                          {1, 132, 70, Dtype::bf16}, {2, 260, 300, Dtype::fp32},
+                          {1, 2, 1000, Dtype::fp32}, {3, 136, 257, Dtype::bf16},
+                          {1, 512, 64, Dtype::bf16}, {2, 40, 1100, Dtype::fp16}};
   for (const Shape& sh : shapes)
     for (int width : {2, 3, 4})
       for (bool silu : {false, true}) {
@@ -338,12 +331,6 @@ TEST(Ch09Launch, VectorsPerLaneAndChunks) {
   EXPECT_EQ(cf_bwd_chunks(4096, 8, 2), 8);
   EXPECT_EQ(cf_bwd_chunks(4097, 8, 2), 9);
   EXPECT_EQ(cf_bwd_chunks(1, 4, 1), 1);
-  // Chapter 10's packed rows in 16-bit storage without SiLU: 8 lanes a row, a quarter of the chunk.
-  EXPECT_EQ(packed_cf_row_lanes<__nv_bfloat16>(false), 8);
-  EXPECT_EQ(packed_cf_row_lanes<__half>(true), kWarpLanes);
-  EXPECT_EQ(packed_cf_row_lanes<float>(false), kWarpLanes);
-  EXPECT_EQ((cf_row_lanes<__nv_bfloat16, OneSequencePerRow>(false)), kWarpLanes);
-  EXPECT_EQ(cf_bwd_chunks(4096, 8, 4, 8), 16);
 }
 
 TEST(Ch09Launch, StagedTiles) {
@@ -351,13 +338,13 @@ TEST(Ch09Launch, StagedTiles) {
   EXPECT_EQ(cf_bwd_staged_chunks(4104, 8), 2);
   EXPECT_EQ(cf_bwd_staged_chunks(4096, 4), 2);  // fp32: 1024 vectors
   EXPECT_EQ(cf_bwd_staged_chunks(8, 8), 1);
-  EXPECT_EQ(bwd_staged_rows_per_tile(512, 8), 8);    // 64 vectors
-  EXPECT_EQ(bwd_staged_rows_per_tile(256, 8), 16);   // 32
-  EXPECT_EQ(bwd_staged_rows_per_tile(2048, 8), 2);   // 256: half a tile
-  EXPECT_EQ(bwd_staged_rows_per_tile(4096, 8), 1);   // a whole tile
-  EXPECT_EQ(bwd_staged_rows_per_tile(768, 8), 5);    // 96 vectors: 5 rows, 480 vectors a tile
-  EXPECT_EQ(bwd_staged_rows_per_tile(104, 8), 1);    // 13 vectors: not whole warps
-  EXPECT_EQ(bwd_staged_rows_per_tile(512, 4), 4);    // fp32: 128 vectors
+  EXPECT_EQ(bwd_staged_rows_per_tile(512, 8), 8);   // 64 vectors
+  EXPECT_EQ(bwd_staged_rows_per_tile(256, 8), 16);  // 32
+  EXPECT_EQ(bwd_staged_rows_per_tile(2048, 8), 2);  // 256: half a tile
+  EXPECT_EQ(bwd_staged_rows_per_tile(4096, 8), 1);  // a whole tile
+  EXPECT_EQ(bwd_staged_rows_per_tile(768, 8), 5);   // 96 vectors: 5 rows, 480 vectors a tile
+  EXPECT_EQ(bwd_staged_rows_per_tile(104, 8), 1);   // 13 vectors: not whole warps
+  EXPECT_EQ(bwd_staged_rows_per_tile(512, 4), 4);   // fp32: 128 vectors
 }
 
 TEST(Ch09Launch, RowsPerLaneFillTheGpu) {
@@ -373,9 +360,9 @@ TEST(Ch09Launch, RowsPerLaneFillTheGpu) {
 
 TEST(Ch09Launch, ChannelLastStagedRows) {
   // 132 multiprocessors, 4 blocks each, two waves: 1056 blocks of 4 tiles.
-  EXPECT_EQ(cl_staged_bwd_rows(8, 4096, 4096, 4, 132), 64);    // 8 * 16 * 32 = 4096 blocks
-  EXPECT_EQ(cl_staged_bwd_rows(32, 512, 2048, 4, 132), 32);    // 32 * 2 * 16 = 1024 at 64 rows
-  EXPECT_EQ(cl_staged_bwd_rows(1, 1024, 512, 4, 132), 16);     // 1 * 8 * 4 = 32 at 32 rows
+  EXPECT_EQ(cl_staged_bwd_rows(8, 4096, 4096, 4, 132), 64);      // 8 * 16 * 32 = 4096 blocks
+  EXPECT_EQ(cl_staged_bwd_rows(32, 512, 2048, 4, 132), 32);      // 32 * 2 * 16 = 1024 at 64 rows
+  EXPECT_EQ(cl_staged_bwd_rows(1, 1024, 512, 4, 132), 16);       // 1 * 8 * 4 = 32 at 32 rows
   EXPECT_EQ(cl_staged_bwd_rows(8, 4096, 4096, 4, 132, 16), 16);  // asked for
   EXPECT_EQ(cl_staged_bwd_units(4096, 64), 16);
   EXPECT_EQ(cl_staged_bwd_units(4097, 16), 65);

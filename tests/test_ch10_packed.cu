@@ -44,8 +44,8 @@ auto now = [](const char*, auto&& launch) { launch(); };  // launch_forward with
 std::string describe(const Options& o, const std::string& lens, bool init) {
   return "B=" + std::to_string(o.batch) + " D=" + std::to_string(o.dim) +
          " L=" + std::to_string(o.seqlen) + " W=" + std::to_string(o.width) + " " +
-         dtype_name(o.dtype) + (o.bias ? " bias" : "") + (o.silu ? " silu" : "") +
-         " --seq-lens " + lens + (init ? " --initial-states" : "");
+         dtype_name(o.dtype) + (o.bias ? " bias" : "") + (o.silu ? " silu" : "") + " --seq-lens " +
+         lens + (init ? " --initial-states" : "");
 }
 
 // Outputs of one rows-form run, channel-first order, and the final states.
@@ -56,11 +56,12 @@ struct RowsResult {
 // The rows form of `p` (x, seq_idx, initial states) in layout l, with chapter 08's launch choices
 // `vectors` and `rows` (cf_chunked, cl_tiled) and `blocks` (cf_staged: at most that many, 0: as
 // many as fit); the x of time steps [start, start + len) only when len > 0, starting from `init`
-// instead of p.init (chunks). `span_map`: give the forward room for a span map (channel-first
-// rows of a length the vector divides use it, and chapter 08's staged kernel).
+// instead of p.init (chunks). `cf_staged`: let the staged kernel take channel-first rows of a
+// length the vector divides (with room for the words of taps); false: the chunked kernel and
+// cf_row_edges. `staged`: the channel-last staged kernel's rows a thread (0: cl_tiled).
 RowsResult run_rows(const Options& o, const Packed& p, Layout l, int vectors, int rows,
                     const HostArray* init = nullptr, int64_t start = 0, int64_t len = 0,
-                    bool span_map = true, int64_t blocks = 0, int staged = 0) {
+                    bool cf_staged = true, int64_t blocks = 0, int staged = 0) {
   const bool cl = l == Layout::channel_last;
   const HostArray x_full = cl ? transposed(p.in.x, o.batch, o.dim, o.seqlen) : p.in.x;
   const int64_t L = len > 0 ? len : o.seqlen;
@@ -69,25 +70,32 @@ RowsResult run_rows(const Options& o, const Packed& p, Layout l, int vectors, in
   DeviceBuffer dx = upload(x), dw = upload(p.in.weight), db = upload(p.in.bias),
                dinit = upload(states), dseq = upload_vec(p.seq_idx), out(x.bytes()),
                fin(size_t(o.batch * o.dim * (o.width - 1)) * dtype_bytes(o.dtype)),
-               spans(span_map ? span_map_bytes(o.batch, L) : 0);
+               words(tap_words_bytes(o.batch, L));
   out.poison();
   fin.poison();
-  spans.poison();
+  words.poison();
   dispatch_storage(o.dtype, [&](auto tag) {
     using T = device_t<typename decltype(tag)::type>;
-    const ch08::DirectArgs<T> a{dx.get<const T>(), dw.get<const T>(),
-                                o.bias ? db.get<const T>() : nullptr, out.get<T>(), o.batch,
-                                o.dim, L, o.silu};
-    Forward<T> f = with_span_map(
-        rows_forward(a, l, p.seq_idx.empty() ? nullptr : dseq.get<const int32_t>(),
-                     states.empty() ? nullptr : dinit.get<const T>(), fin.get<T>()),
-        spans.get());
+    const ch08::DirectArgs<T> a{dx.get<const T>(),
+                                dw.get<const T>(),
+                                o.bias ? db.get<const T>() : nullptr,
+                                out.get<T>(),
+                                o.batch,
+                                o.dim,
+                                L,
+                                o.silu};
+    Forward<T> f =
+        with_tap_words(rows_forward(a, l, p.seq_idx.empty() ? nullptr : dseq.get<const int32_t>(),
+                                    states.empty() ? nullptr : dinit.get<const T>(), fin.get<T>()),
+                       words.get());
+    f.staged = cf_staged;
     f.cf_blocks = blocks;
     f.cl_staged_rows = staged;
     launch_forward(f, o.width, vectors, rows, now);
   });
   GPU_CHECK(cudaDeviceSynchronize());
-  RowsResult r{HostArray(o.dtype, x.size()), HostArray(o.dtype, size_t(o.batch * o.dim * (o.width - 1)))};
+  RowsResult r{HostArray(o.dtype, x.size()),
+               HostArray(o.dtype, size_t(o.batch * o.dim * (o.width - 1)))};
   download(r.out, out);
   download(r.final_states, fin);
   if (cl) r.out = transposed(r.out, o.batch, L, o.dim);
@@ -127,15 +135,15 @@ std::string random_lens_spec(Rng& rng, int64_t seqlen, bool allow_none) {
   }
 }
 
-// A random rows case on the span map's path: L a multiple of 8 (every dtype's vector), up to 8 *
+// A random rows case the staged kernels take: L a multiple of 8 (every dtype's vector), up to 8 *
 // `most` vectors every fourth trial and 8 * `usually` otherwise, a random packing, states or not.
-struct SpanMapCase {
+struct StagedCase {
   Options o;
   std::string lens;
   bool init;
 };
-SpanMapCase span_map_case(Rng& rng, int trial, int64_t most, int64_t usually) {
-  SpanMapCase c{random_options(rng, trial, 400), "", false};
+StagedCase staged_case(Rng& rng, int trial, int64_t most, int64_t usually) {
+  StagedCase c{random_options(rng, trial, 400), "", false};
   c.o.seqlen = 8 * rng.range(1, trial % 4 == 0 ? most : usually);
   c.lens = random_lens_spec(rng, c.o.seqlen, true);
   c.init = rng.range(0, 1) == 1;
@@ -224,7 +232,7 @@ TEST(Ch10Host, ChunksIncludePiecesShorterThanTheStates) {
 }
 
 // Channel-first rows: every output is written by exactly one of the two kernels. The convolution
-// stores the vectors it keeps (ch08::cf_left_to_policy false) whole; cf_row_edges the head and
+// stores the vectors it keeps (cf_left_to_policy false) whole; cf_row_edges the head and
 // tail of each row (row_edges). Checked over the flat tensor for rows of every length up to three
 // vectors and a few longer, 8 and 4 elements a vector, W 2 to 4.
 template <int W, int kPer>
@@ -233,7 +241,7 @@ void expect_rows_covered_once(int64_t rows, int64_t len) {
   std::vector<int> writes(size_t(n), 0);
   for (int64_t e0 = 0; e0 < n; e0 += kPer) {  // the convolution's vectors
     const int64_t t0 = e0 % len;
-    if (!ch08::cf_left_to_policy<W, kPer>(t0, len))
+    if (!cf_left_to_policy<W, kPer>(t0, len))
       for (int64_t i = 0; i < kPer; ++i) ++writes[size_t(e0 + i)];  // (inside one row: e0+i < n)
   }
   for (int64_t r = 0; r < rows; ++r) {  // cf_row_edges' threads
@@ -247,22 +255,14 @@ void expect_rows_covered_once(int64_t rows, int64_t len) {
                                     << ": output " << e % len << " of row " << e / len;
 }
 
-// The span map's arrays lie inside its workspace, apart, for every storage type's vectors.
-TEST(Ch10Host, SpanMapFitsItsWorkspace) {
+// The words' workspace holds a word for every vector of every row, for every storage type.
+TEST(Ch10Host, TapWordsFitTheirWorkspace) {
   for (int64_t batch : {1, 3, 8})
     for (int64_t len : {4, 8, 12, 24, 4096})
-      for (int per : {4, 8}) {
-        if (len % per) continue;
-        const int64_t v = len / per;
-        std::vector<char> room(span_map_bytes(batch, len));
-        const SpanMap m = span_map_in(room.data(), batch, v);
-        const char* flags = reinterpret_cast<const char*>(m.flags);
-        const char* spans = reinterpret_cast<const char*>(m.spans);
-        EXPECT_EQ(flags, room.data());
-        EXPECT_GE(spans, flags + batch * v * kMapFlagWords * sizeof(uint32_t));
-        EXPECT_LE(spans + batch * v, room.data() + room.size()) << "B " << batch << " L " << len;
-        EXPECT_EQ(m.vectors_per_row, v);
-      }
+      for (int per : {4, 8})
+        if (len % per == 0)
+          EXPECT_GE(tap_words_bytes(batch, len), size_t(batch * (len / per)) * sizeof(uint32_t))
+              << "B " << batch << " L " << len << ", " << per << " a vector";
 }
 
 TEST(Ch10Host, ChannelFirstRowsEveryOutputWrittenOnce) {
@@ -287,14 +287,15 @@ TEST(Ch10Rows, MatchesReference) {
   Rng rng(1010);
   for (int trial = 0; trial < 60; ++trial) {
     Options o = random_options(rng, trial, trial % 5 == 0 ? 600 : 140);
-    if (trial % 3 == 0) o.seqlen = 8 * ceil_div(o.seqlen, int64_t(8));  // (the span map's rows)
+    if (trial % 3 == 0)
+      o.seqlen = 8 * ceil_div(o.seqlen, int64_t(8));              // (the staged kernels' rows)
     if (trial % 2 == 0) o.dim = 8 * ceil_div(o.dim, int64_t(8));  // (cl_staged's rows of channels)
     const std::string lens = random_lens_spec(rng, o.seqlen, true);
     const bool init = rng.range(0, 1) == 1;
     const PackSpec spec = spec_of(false, lens, init);
     Packed p;
     ASSERT_EQ(make_packed(o, spec, &p), "") << describe(o, lens, init);
-    // (The launch choices chapter 10's kernels are compiled for: ch08::compiled.)
+    // (The launch choices chapter 10's kernels are compiled for: ch10::compiled.)
     // (cf_staged with one block or two: each block takes many tiles in turn.)
     const int vectors = int(rng.range(1, 2));
     const int rows = std::vector<int>{8, 16, 32}[rng.range(0, o.dtype == Dtype::fp32 ? 2 : 1)];
@@ -304,8 +305,8 @@ TEST(Ch10Rows, MatchesReference) {
                    std::to_string(vectors) + " rows " + std::to_string(rows) + " blocks " +
                    std::to_string(blocks));
       const RowsResult r = run_rows(o, p, l, vectors, rows, nullptr, 0, 0, true, blocks);
-      const VerifyReport out = verify("out", r.out, p.ref_rows, default_tolerance(o.dtype),
-                                      {o.batch, o.dim, o.seqlen});
+      const VerifyReport out =
+          verify("out", r.out, p.ref_rows, default_tolerance(o.dtype), {o.batch, o.dim, o.seqlen});
       EXPECT_TRUE(out.ok()) << out.summary() << "\n" << out.details();
       const VerifyReport fin = verify("final_states", r.final_states, p.ref_final, Tolerance{0, 0},
                                       {o.batch, o.dim, o.width - 1});
@@ -341,31 +342,30 @@ TEST(Ch10Rows, OneBatchManyShortSequencesWithStates) {
     }
 }
 
-// Channel-first rows of a length the vector divides, with and without the span map: with it
-// chapter 08's staged kernel takes the rows, without it the chunked kernel and cf_row_edges, each
-// output by the same arithmetic, so the bits must not change. Rows of a few long and many short
-// sequences, padding, states or not, every dtype; the staged kernel with one block (every tile in
-// turn), three, or as many as fit.
-TEST(Ch10Rows, SpanMapGivesTheSameBits) {
+// Channel-first rows of a length the vector divides on the staged kernel (with the words of taps)
+// and on the chunked kernel and cf_row_edges: each output by the same arithmetic, so the bits must
+// not change. Rows of a few long and many short sequences, padding, states or not, every dtype;
+// the staged kernel with one block (every tile in turn), three, or as many as fit.
+TEST(Ch10Rows, StagedGivesTheChunkedBits) {
   CONV1D_REQUIRE_GPU_OR_SKIP();
   Rng rng(2026);
   for (int trial = 0; trial < 30; ++trial) {
-    const auto [o, lens, init] = span_map_case(rng, trial, 64, 12);
+    const auto [o, lens, init] = staged_case(rng, trial, 64, 12);
     Packed p;
     ASSERT_EQ(make_packed(o, spec_of(false, lens, init), &p), "") << describe(o, lens, init);
     const int vectors = int(rng.range(1, 2));
     SCOPED_TRACE(describe(o, lens, init) + " vectors " + std::to_string(vectors));
     const int64_t blocks = std::vector<int64_t>{0, 1, 3}[rng.range(0, 2)];
-    const RowsResult mapped =
+    const RowsResult staged =
         run_rows(o, p, Layout::channel_first, vectors, 8, nullptr, 0, 0, true, blocks);
-    const RowsResult scanned =
-        run_rows(o, p, Layout::channel_first, vectors, 8, nullptr, 0, 0, /*span_map=*/false);
-    EXPECT_TRUE(same_bits(mapped.out, scanned.out)) << "outputs differ with the map";
-    EXPECT_TRUE(same_bits(mapped.final_states, scanned.final_states)) << "final states differ";
-    const VerifyReport out = verify("out", mapped.out, p.ref_rows, default_tolerance(o.dtype),
+    const RowsResult chunked =
+        run_rows(o, p, Layout::channel_first, vectors, 8, nullptr, 0, 0, /*cf_staged=*/false);
+    EXPECT_TRUE(same_bits(staged.out, chunked.out)) << "outputs differ between the kernels";
+    EXPECT_TRUE(same_bits(staged.final_states, chunked.final_states)) << "final states differ";
+    const VerifyReport out = verify("out", staged.out, p.ref_rows, default_tolerance(o.dtype),
                                     {o.batch, o.dim, o.seqlen});
     EXPECT_TRUE(out.ok()) << out.summary() << "\n" << out.details();
-    if (!p.seq_idx.empty()) expect_exact_zero_padding(o, p, mapped.out);
+    if (!p.seq_idx.empty()) expect_exact_zero_padding(o, p, staged.out);
   }
 }
 
@@ -399,16 +399,15 @@ TEST(Ch10Chunks, BitForBitTheOnePass) {
         Packed p;
         ASSERT_EQ(make_packed(o, spec, &p), "");
         for (Layout l : {Layout::channel_first, Layout::channel_last}) {
-          SCOPED_TRACE(describe(o, "none", spec.initial_states) + " " + layout_name(l) + " K=" +
-                       std::to_string(k));
+          SCOPED_TRACE(describe(o, "none", spec.initial_states) + " " + layout_name(l) +
+                       " K=" + std::to_string(k));
           const RowsResult one = run_rows(o, p, l, 1, 8);
           HostArray out(o.dtype, one.out.size());
           HostArray states = p.init;
           for (size_t c = 0; c < p.chunk_lens.size(); ++c) {
             const RowsResult piece =
                 run_rows(o, p, l, 1, 8, &states, p.chunk_starts[c], p.chunk_lens[c]);
-            put_chunk(out, piece.out, Layout::channel_first, o, p.chunk_starts[c],
-                      p.chunk_lens[c]);
+            put_chunk(out, piece.out, Layout::channel_first, o, p.chunk_starts[c], p.chunk_lens[c]);
             states = piece.final_states;
           }
           EXPECT_TRUE(same_bits(out, one.out)) << "outputs differ from one pass";
@@ -478,12 +477,17 @@ TEST(Ch10Varlen, MatchesReference) {
       GPU_CHECK(cudaMemcpy(cache, p.cache.data(), p.cache.bytes(), cudaMemcpyHostToDevice));
       dispatch_storage(o.dtype, [&](auto tag) {
         using T = device_t<typename decltype(tag)::type>;
-        const ch08::DirectArgs<T> a{dx.get<const T>(), dw.get<const T>(),
-                                    o.bias ? db.get<const T>() : nullptr, out.get<T>(), 1, o.dim,
-                                    total, o.silu};
-        Forward<T> f = varlen_forward(a, cu.get<const int32_t>(), int32_t(p.lens.size()),
-                                      slots.get<const int32_t>(), reinterpret_cast<T*>(cache),
-                                      init);
+        const ch08::DirectArgs<T> a{dx.get<const T>(),
+                                    dw.get<const T>(),
+                                    o.bias ? db.get<const T>() : nullptr,
+                                    out.get<T>(),
+                                    1,
+                                    o.dim,
+                                    total,
+                                    o.silu};
+        Forward<T> f =
+            varlen_forward(a, cu.get<const int32_t>(), int32_t(p.lens.size()),
+                           slots.get<const int32_t>(), reinterpret_cast<T*>(cache), init);
         f.cl_staged_rows = staged;
         launch_forward(f, o.width, 1, rows, now);
       });
@@ -491,8 +495,8 @@ TEST(Ch10Varlen, MatchesReference) {
       HostArray got(o.dtype, p.x_last.size()), got_cache(o.dtype, p.cache.size());
       download(got, out);
       GPU_CHECK(cudaMemcpy(got_cache.data(), cache, got_cache.bytes(), cudaMemcpyDeviceToHost));
-      const VerifyReport r = verify("out", got, p.ref_varlen, default_tolerance(o.dtype),
-                                    {total, o.dim});
+      const VerifyReport r =
+          verify("out", got, p.ref_varlen, default_tolerance(o.dtype), {total, o.dim});
       EXPECT_TRUE(r.ok()) << r.summary() << "\n" << r.details();
       const VerifyReport c = verify("state cache", got_cache, p.ref_cache, Tolerance{0, 0});
       EXPECT_TRUE(c.ok()) << c.summary() << "\n" << c.details();
@@ -546,13 +550,13 @@ void run_backward(Backward<T> b, int width, BwdChoices c, Grads* g) {
 
 // The rows form's backward of `p` in layout l with launch choices c; the time steps [start,
 // start + len) only when len > 0, starting from `init` and receiving `dfinal` instead of p's.
-// `span_map`: give it room for a span map (channel-first rows with seq_idx of a length the vector
-// divides use it). `staged`: let chapter 09's staged kernel take the rows where it can (the plain
-// form's and rows without seq_idx), at most `blocks` blocks of it when set.
+// `words`: give it room for the words of taps (channel-first rows with seq_idx of a length the
+// vector divides use them on the staged kernel). `staged`: let the staged kernel take the rows
+// where it can, at most `blocks` blocks of it when set; false: cf_fused.
 Grads run_rows_backward(const Options& o, const Packed& p, Layout l, const BwdChoices& c,
                         const HostArray* init = nullptr, const std::vector<float>* dfinal = nullptr,
-                        int64_t start = 0, int64_t len = 0, bool span_map = true,
-                        bool staged = true, int64_t blocks = 0) {
+                        int64_t start = 0, int64_t len = 0, bool words = true, bool staged = true,
+                        int64_t blocks = 0) {
   const bool cl = l == Layout::channel_last;
   const int64_t L = len > 0 ? len : o.seqlen, S = o.width - 1;
   auto piece = [&](const HostArray& cf) {
@@ -566,21 +570,31 @@ Grads run_rows_backward(const Options& o, const Packed& p, Layout l, const BwdCh
   DeviceBuffer dx_in = upload(x), dg = upload(g), dw = upload(p.in.weight), db = upload(p.in.bias),
                dinit = upload(states), dseq = upload_vec(p.seq_idx), dfin_d = upload_vec(dfin),
                dx_out(x.bytes()), dinit_out(n_states * sizeof(float)),
-               dweight(size_t(o.dim * o.width) * sizeof(float)), dbias(size_t(o.dim) * sizeof(float)),
-               spans(span_map ? span_map_bytes(o.batch, L) : 0);
-  for (DeviceBuffer* d : {&dx_out, &dinit_out, &dweight, &dbias, &spans}) d->poison();
+               dweight(size_t(o.dim * o.width) * sizeof(float)),
+               dbias(size_t(o.dim) * sizeof(float)),
+               word_room(words ? tap_words_bytes(o.batch, L) : 0);
+  for (DeviceBuffer* d : {&dx_out, &dinit_out, &dweight, &dbias, &word_room}) d->poison();
   Grads r;
   dispatch_storage(o.dtype, [&](auto tag) {
     using T = device_t<typename decltype(tag)::type>;
-    const ch09::BwdArgs<T> a{dx_in.get<const T>(), dg.get<const T>(), dw.get<const T>(),
-                             o.bias ? db.get<const T>() : nullptr, dx_out.get<T>(), nullptr,
-                             dweight.get<float>(), dbias.get<float>(), o.batch, o.dim, L, o.silu,
+    const ch09::BwdArgs<T> a{dx_in.get<const T>(),
+                             dg.get<const T>(),
+                             dw.get<const T>(),
+                             o.bias ? db.get<const T>() : nullptr,
+                             dx_out.get<T>(),
+                             nullptr,
+                             dweight.get<float>(),
+                             dbias.get<float>(),
+                             o.batch,
+                             o.dim,
+                             L,
+                             o.silu,
                              false};
-    Backward<T> b = with_span_map(
+    Backward<T> b = with_tap_words(
         rows_backward(a, l, p.seq_idx.empty() ? nullptr : dseq.get<const int32_t>(),
                       states.empty() ? nullptr : dinit.get<const T>(),
                       dfin.empty() ? nullptr : dfin_d.get<const float>(), dinit_out.get<float>()),
-        spans.get());
+        word_room.get());
     b.staged = staged;
     b.cf_blocks = blocks;
     r.cf_kernel = cf_kernel_name(b);
@@ -607,7 +621,7 @@ void expect_gradients(const Options& o, const GradRef& want, const Grads& got,
   EXPECT_TRUE(rs.ok()) << rs.summary() << "\n" << rs.details();
 }
 
-// Launch choices chapter 10's kernels are compiled for (ch08::compiled); the access is the
+// Launch choices chapter 10's kernels are compiled for (ch10::compiled); the access is the
 // chapter's own choice for the shape (run_backward).
 BwdChoices random_choices(Rng& rng, Dtype t) {
   const bool fp32 = t == Dtype::fp32;
@@ -625,7 +639,8 @@ TEST(Ch10RowsBackward, MatchesReference) {
   Rng rng(3030);
   for (int trial = 0; trial < 50; ++trial) {
     Options o = random_options(rng, trial, trial % 5 == 0 ? 600 : 140);
-    if (trial % 3 == 0) o.seqlen = 8 * ceil_div(o.seqlen, int64_t(8));  // (the span map's rows)
+    if (trial % 3 == 0)
+      o.seqlen = 8 * ceil_div(o.seqlen, int64_t(8));              // (the staged kernels' rows)
     if (trial % 2 == 0) o.dim = 8 * ceil_div(o.dim, int64_t(8));  // (cl_staged's rows of channels)
     const std::string lens = random_lens_spec(rng, o.seqlen, true);
     const bool init = rng.range(0, 1) == 1;
@@ -635,8 +650,8 @@ TEST(Ch10RowsBackward, MatchesReference) {
     const BwdChoices c = random_choices(rng, o.dtype);
     for (Layout l : {Layout::channel_first, Layout::channel_last}) {
       SCOPED_TRACE(describe(o, lens, init) + " " + layout_name(l) + " vectors " +
-                   std::to_string(c.vectors) + " rows " + std::to_string(c.rows) +
-                   " staged rows " + std::to_string(c.staged_rows));
+                   std::to_string(c.vectors) + " rows " + std::to_string(c.rows) + " staged rows " +
+                   std::to_string(c.staged_rows));
       const Grads r = run_rows_backward(o, p, l, c);
       expect_gradients(o, p.grad_rows, r, {o.batch, o.dim, o.seqlen}, "dinitial_states");
       if (!p.seq_idx.empty())  // padding receives no gradient: exactly 0
@@ -656,21 +671,21 @@ TEST(Ch10RowsBackward, OneBatchManyShortSequencesWithStates) {
   CONV1D_REQUIRE_GPU_OR_SKIP();
   for (Dtype t : {Dtype::fp32, Dtype::bf16})
     for (int w : {2, 3, 4})
-    for (int64_t len : {333, 336}) {  // (336: the span map's rows)
-      const Options o = shape_options(1, 64, len, w, t, true, true, 50 + w);
-      const std::string lens = "1,0,1,2,3,1,1,0,0,5,1,2,1,7,1,1,1,3,2,1,9,1,4,0,1";
-      const PackSpec spec = spec_of(false, lens, true, true);
-      Packed p;
-      ASSERT_EQ(make_packed(o, spec, &p), "");
-      for (Layout l : {Layout::channel_first, Layout::channel_last}) {
-        SCOPED_TRACE(describe(o, lens, true) + " " + layout_name(l));
-        for (int staged_rows : {0, 16}) {
-          const Grads r = run_rows_backward(o, p, l, BwdChoices{2, 16, 0, staged_rows});
-          expect_gradients(o, p.grad_rows, r, {o.batch, o.dim, o.seqlen}, "dinitial_states");
-          expect_exact_zero_padding(o, p, r.dx);
+      for (int64_t len : {333, 336}) {  // (336: the staged kernel's rows)
+        const Options o = shape_options(1, 64, len, w, t, true, true, 50 + w);
+        const std::string lens = "1,0,1,2,3,1,1,0,0,5,1,2,1,7,1,1,1,3,2,1,9,1,4,0,1";
+        const PackSpec spec = spec_of(false, lens, true, true);
+        Packed p;
+        ASSERT_EQ(make_packed(o, spec, &p), "");
+        for (Layout l : {Layout::channel_first, Layout::channel_last}) {
+          SCOPED_TRACE(describe(o, lens, true) + " " + layout_name(l));
+          for (int staged_rows : {0, 16}) {
+            const Grads r = run_rows_backward(o, p, l, BwdChoices{2, 16, 0, staged_rows});
+            expect_gradients(o, p.grad_rows, r, {o.batch, o.dim, o.seqlen}, "dinitial_states");
+            expect_exact_zero_padding(o, p, r.dx);
+          }
         }
       }
-    }
 }
 
 // Channel-last rows whose sequences end early, so that whole tiles of the staged kernel (16 and
@@ -703,7 +718,7 @@ TEST(Ch10RowsBackward, ChannelLastTilesOfPadding) {
 
 // Four rows a warp (channel-first, 16-bit storage, no SiLU): when B*D is not a multiple of 4 a
 // warp's last rows lie past the end and must write nothing, not even partial sums; rows of
-// several chunks, with the span map (600) and without (601).
+// several chunks, of a length the vector divides (600) and not (601), on cf_fused either way.
 TEST(Ch10RowsBackward, FourRowsAWarpWithRowsLeftOver) {
   CONV1D_REQUIRE_GPU_OR_SKIP();
   for (Dtype t : {Dtype::bf16, Dtype::fp16})
@@ -714,52 +729,12 @@ TEST(Ch10RowsBackward, FourRowsAWarpWithRowsLeftOver) {
         Packed p;
         ASSERT_EQ(make_packed(o, spec_of(false, lens, true, true), &p), "");
         SCOPED_TRACE(describe(o, lens, true));
-        const Grads r = run_rows_backward(o, p, Layout::channel_first, BwdChoices{4, 16});
+        const Grads r = run_rows_backward(o, p, Layout::channel_first, BwdChoices{4, 16}, nullptr,
+                                          nullptr, 0, 0, true, /*staged=*/false);
+        ASSERT_EQ(r.cf_kernel, "conv_bwd_cf");
         expect_gradients(o, p.grad_rows, r, {o.batch, o.dim, o.seqlen}, "dinitial_states");
         expect_exact_zero_padding(o, p, r.dx);
       }
-}
-
-// Channel-first rows of a length the vector divides, with and without the span map: the same
-// flags from memory instead of from the ids, so the same bits in every gradient (dweight and dbias
-// too: the same sums in the same order). States and their gradients or not, every dtype, widths
-// 2-4, up to 4 vectors a lane.
-// (After 30 random packings, three in 16-bit storage, where the cut form is compiled, that take
-// each of the map's step forms for certain, whatever the vectors a lane: rows of one sequence
-// (now chapter 09's staged kernel's, map or not: RowsWithoutSeqIdxOnTheStagedKernel holds it to
-// cf_fused's bits); 8 documents a row, each boundary a cut; and odd rows all padding, whole warps
-// of it.)
-TEST(Ch10RowsBackward, SpanMapGivesTheSameBits) {
-  CONV1D_REQUIRE_GPU_OR_SKIP();
-  Rng rng(2027);
-  const char* kForms[] = {"none", "random:8", "random:1"};
-  for (int trial = 0; trial < 33; ++trial) {
-    auto [o, lens, init] = span_map_case(rng, trial, 80, 16);
-    if (trial >= 30) {
-      o.seqlen = 2048;
-      o.batch = std::max<int64_t>(o.batch, 2);
-      o.dtype = trial == 31 ? Dtype::fp16 : Dtype::bf16;
-      lens = kForms[trial - 30];
-      init = true;
-    }
-    const PackSpec spec = spec_of(false, lens, init, true);
-    Packed p;
-    ASSERT_EQ(make_packed(o, spec, &p), "") << describe(o, lens, init);
-    const BwdChoices c = random_choices(rng, o.dtype);
-    SCOPED_TRACE(describe(o, lens, init) + " vectors " + std::to_string(c.vectors));
-    const Grads mapped = run_rows_backward(o, p, Layout::channel_first, c, nullptr, nullptr, 0,
-                                           0, true, /*staged=*/false);
-    const Grads scanned = run_rows_backward(o, p, Layout::channel_first, c, nullptr, nullptr, 0,
-                                            0, /*span_map=*/false, /*staged=*/false);
-    ASSERT_EQ(mapped.cf_kernel, "conv_bwd_cf");  // (the staged kernel reads no span map)
-    ASSERT_EQ(scanned.cf_kernel, "conv_bwd_cf");
-    EXPECT_TRUE(same_bits(mapped.dx, scanned.dx)) << "dx differs with the map";
-    EXPECT_TRUE(same_bits(mapped.dstates, scanned.dstates)) << "dinitial_states differ";
-    EXPECT_TRUE(same_bits(mapped.dweight, scanned.dweight)) << "dweight differs with the map";
-    EXPECT_TRUE(same_bits(mapped.dbias, scanned.dbias)) << "dbias differs with the map";
-    expect_gradients(o, p.grad_rows, mapped, {o.batch, o.dim, o.seqlen}, "dinitial_states");
-    if (!p.seq_idx.empty()) expect_exact_zero_padding(o, p, mapped.dx);
-  }
 }
 
 namespace {
@@ -772,8 +747,8 @@ namespace {
 void expect_staged_as_fused(const Options& o, const Packed& p, const BwdChoices& c, int64_t blocks,
                             const std::string& kernel, Grads* out = nullptr) {
   const Grads staged = run_rows_backward(o, p, Layout::channel_first, c);
-  const Grads few = run_rows_backward(o, p, Layout::channel_first, c, nullptr, nullptr, 0, 0, true,
-                                      true, blocks);
+  const Grads few =
+      run_rows_backward(o, p, Layout::channel_first, c, nullptr, nullptr, 0, 0, true, true, blocks);
   const Grads fused = run_rows_backward(o, p, Layout::channel_first, c, nullptr, nullptr, 0, 0,
                                         true, /*staged=*/false);
   ASSERT_EQ(staged.cf_kernel, kernel);  // (else the comparison proves nothing)
@@ -817,7 +792,7 @@ TEST(Ch10RowsBackward, RowsWithoutSeqIdxOnTheStagedKernel) {
 }
 
 // Rows with seq_idx whose length the vector divides take chapter 09's staged kernel with the
-// forward's tap words: the same bits in dx and dinitial_states as cf_fused with its span map (the
+// forward's tap words: the same bits in dx and dinitial_states as cf_fused (the
 // same products, skipped or added in the same order), every gradient the same bits whatever the
 // staged kernel's blocks (1 or 3: many tiles a block), all of them within tolerance of the
 // reference, and exactly 0 in dx at padding. Random packings (sequences of length 0 and 1, rows
@@ -829,7 +804,7 @@ TEST(Ch10RowsBackward, RowsWithSeqIdxOnTheStagedKernel) {
   CONV1D_REQUIRE_GPU_OR_SKIP();
   Rng rng(2028);
   for (int trial = 0; trial < 26; ++trial) {
-    auto [o, lens, init] = span_map_case(rng, trial, 200, 32);
+    auto [o, lens, init] = staged_case(rng, trial, 200, 32);
     if (trial % 4 == 1) o.seqlen = o.dtype == Dtype::fp32 ? 256 : 512;
     if (trial % 4 == 2) o.seqlen = 4104;
     lens = trial % 3 == 0 ? "random:8" : random_lens_spec(rng, o.seqlen, /*allow_none=*/false);
@@ -881,7 +856,8 @@ TEST(Ch10ChunksBackward, BitForBitTheOnePass) {
                                                   p.chunk_starts[i], p.chunk_lens[i]);
             put_chunk(chunked.dx, piece.dx, Layout::channel_first, o, p.chunk_starts[i],
                       p.chunk_lens[i]);
-            for (size_t j = 0; j < piece.dweight.size(); ++j) chunked.dweight[j] += piece.dweight[j];
+            for (size_t j = 0; j < piece.dweight.size(); ++j)
+              chunked.dweight[j] += piece.dweight[j];
             for (size_t j = 0; j < piece.dbias.size(); ++j) chunked.dbias[j] += piece.dbias[j];
             dfinal = piece.dstates;
           }
@@ -889,8 +865,7 @@ TEST(Ch10ChunksBackward, BitForBitTheOnePass) {
           EXPECT_TRUE(same_bits(chunked.dx, one.dx)) << "dx differs from one pass";
           EXPECT_TRUE(same_bits(chunked.dstates, one.dstates))
               << "the initial states' gradient differs from one pass";
-          expect_gradients(o, p.grad_rows, chunked, {o.batch, o.dim, o.seqlen},
-                           "dinitial_states");
+          expect_gradients(o, p.grad_rows, chunked, {o.batch, o.dim, o.seqlen}, "dinitial_states");
         }
       }
 }
@@ -912,18 +887,27 @@ TEST(Ch10VarlenBackward, MatchesReference) {
     const int64_t total = o.batch * o.seqlen;
     const std::vector<float> untouched(p.dfinal_cache.size(), kUntouched);
     DeviceBuffer dx_in = upload(p.x_last), dg = upload(p.dout_last), dw = upload(p.in.weight),
-                 db = upload(p.in.bias), cu = upload_vec(p.cu_seqlens),
-                 slots = upload_vec(p.slots), cache = upload(p.cache),
-                 dfinal = upload_vec(p.dfinal_cache), dstates = upload_vec(untouched),
-                 dx_out(p.x_last.bytes()), dweight(size_t(o.dim * o.width) * sizeof(float)),
+                 db = upload(p.in.bias), cu = upload_vec(p.cu_seqlens), slots = upload_vec(p.slots),
+                 cache = upload(p.cache), dfinal = upload_vec(p.dfinal_cache),
+                 dstates = upload_vec(untouched), dx_out(p.x_last.bytes()),
+                 dweight(size_t(o.dim * o.width) * sizeof(float)),
                  dbias(size_t(o.dim) * sizeof(float));
     for (DeviceBuffer* d : {&dx_out, &dweight, &dbias}) d->poison();
     Grads r;
     dispatch_storage(o.dtype, [&](auto tag) {
       using T = device_t<typename decltype(tag)::type>;
-      const ch09::BwdArgs<T> a{dx_in.get<const T>(), dg.get<const T>(), dw.get<const T>(),
-                               o.bias ? db.get<const T>() : nullptr, dx_out.get<T>(), nullptr,
-                               dweight.get<float>(), dbias.get<float>(), 1, o.dim, total, o.silu,
+      const ch09::BwdArgs<T> a{dx_in.get<const T>(),
+                               dg.get<const T>(),
+                               dw.get<const T>(),
+                               o.bias ? db.get<const T>() : nullptr,
+                               dx_out.get<T>(),
+                               nullptr,
+                               dweight.get<float>(),
+                               dbias.get<float>(),
+                               1,
+                               o.dim,
+                               total,
+                               o.silu,
                                false};
       run_backward(varlen_backward(a, cu.get<const int32_t>(), int32_t(p.lens.size()),
                                    slots.get<const int32_t>(), cache.get<const T>(), init,

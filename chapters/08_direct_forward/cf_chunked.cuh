@@ -7,8 +7,6 @@
 #pragma once
 
 #include <stdexcept>
-#include <string>
-#include <type_traits>
 
 #include "chapters/08_direct_forward/direct_common.cuh"
 #include "common/launch.cuh"
@@ -16,18 +14,13 @@
 
 namespace conv1d::ch08 {
 
-constexpr int kChunkedThreads = 128;  // a block
-
-// Seqs (chapter 10): where sequences begin (direct_common.cuh); chapter 08's rows are one each.
 // [docs:ch08_cf_chunked]
-template <class T, int W, int kVecs, class Seqs>
-__device__ __forceinline__ void cf_chunked(const DirectArgs<T>& a, const FastDivmod& by_len,
-                                           const FastDivmod& by_dim, const Seqs& seqs,
-                                           int64_t block) {
+template <class T, int W, int kVecs>
+__global__ void conv_fwd_cf_chunked(DirectArgs<T> a, FastDivmod by_len, FastDivmod by_dim) {
   constexpr int kPer = kPer16<T>;
   const int64_t n = a.elements();
   const int lane = threadIdx.x % kWarpLanes;
-  const int64_t warp = (block * blockDim.x + threadIdx.x) / kWarpLanes;
+  const int64_t warp = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / kWarpLanes;
   const int64_t chunk0 = warp * kVecs * kWarpLanes * kPer;  // first element of the warp's chunk
   auto first_element = [&](int j) { return chunk0 + (int64_t(j) * kWarpLanes + lane) * kPer; };
 
@@ -59,34 +52,16 @@ __device__ __forceinline__ void cf_chunked(const DirectArgs<T>& a, const FastDiv
     const Vec<T, kPer> prev = bit_cast<Vec<T, kPer>>(below);
     carry = top;
     const int64_t e0 = first_element(j);
-    // Where sequences begin: the vector's span; with packed sequences (chapter 10), whether the
-    // whole warp's vectors are full (a vote: then no lane takes the masked form).
-    const Span span = cf_span<T, W>(a, seqs, by_len, by_dim, e0, spot[j]);
-    const bool warp_full = Seqs::kPacked ? warp_all(span == Span::full) : true;
-    float y[kPer];
-    if (e0 < n && cf_outputs<T, W>(a, seqs, by_len, by_dim, e0, spot[j], span, warp_full,
-                                   cf_window<T, W>(prev, cur[j]), y))
+    if (e0 < n) {
+      float y[kPer];
+      cf_outputs<T, W>(a, by_len, by_dim, e0, spot[j], cf_window<T, W>(prev, cur[j]), y);
       store_or_tail<T, kPer>(a.out, e0, n, y);
+    }
   }
-}
-
-template <class T, int W, int kVecs, class Seqs = OneSequencePerRow,
-          std::enable_if_t<!Seqs::kPacked, int> = 0>
-__global__ void conv_fwd_cf_chunked(DirectArgs<T> a, FastDivmod by_len, FastDivmod by_dim,
-                                    Seqs seqs) {
-  cf_chunked<T, W, kVecs>(a, by_len, by_dim, seqs, blockIdx.x);
 }
 // [/docs:ch08_cf_chunked]
 
-// (Chapter 10) the same kernel for packed sequences. Its span tests and masked vectors take more
-// registers than chapter 08's 48; held to 64 (kPackedCfMinBlocks), a multiprocessor still holds 32
-// of its warps (chapter 08's kernel: 40).
-constexpr int kPackedCfMinBlocks = 8;
-template <class T, int W, int kVecs, class Seqs, std::enable_if_t<Seqs::kPacked, int> = 0>
-__global__ void __launch_bounds__(kChunkedThreads, kPackedCfMinBlocks)
-    conv_fwd_cf_chunked(DirectArgs<T> a, FastDivmod by_len, FastDivmod by_dim, Seqs seqs) {
-  cf_chunked<T, W, kVecs>(a, by_len, by_dim, seqs, blockIdx.x);
-}
+constexpr int kChunkedThreads = 128;
 // Vectors per thread when the command line does not say: 2 (the fastest of 1, 2, 4 and 8 at
 // 8x4096x4096 bf16 on an H200, bench_08_sweep.tsv) when that still gives every multiprocessor two
 // full rounds of threads, 1 for smaller problems, where each thread's serial chain of loads and
@@ -96,11 +71,10 @@ inline int chunked_vectors(int64_t vectors, int sm_count, int requested = 0) {
   return vectors >= int64_t(sm_count) * 2048 * 2 * 2 ? 2 : 1;
 }
 
-// The kernel for kVecs in {1, 2, 4, 8} (the chapter's --vectors flag), for the sequences `seqs`
-// (chapter 10 passes packed ones).
-template <class T, class Seqs = OneSequencePerRow>
+// The kernel for kVecs in {1, 2, 4, 8} (the chapter's --vectors flag).
+template <class T>
 void launch_cf_chunked(const DirectArgs<T>& a, int width, int vecs_per_thread, cudaStream_t s = 0,
-                       KernelFacts* facts = nullptr, const Seqs& seqs = {}) {
+                       KernelFacts* facts = nullptr) {
   require_vector_alignment(a);
   const FastDivmod by_len(a.seqlen), by_dim(a.dim);
   const int64_t vectors = ceil_div(a.elements(), kPer16<T>);
@@ -108,26 +82,17 @@ void launch_cf_chunked(const DirectArgs<T>& a, int width, int vecs_per_thread, c
   const int64_t blocks = ceil_div(warps * kWarpLanes, kChunkedThreads);
   dispatch_width(width, [&](auto w) {
     constexpr int W = decltype(w)::value;
-    void (*kernel)(DirectArgs<T>, FastDivmod, FastDivmod, Seqs) = nullptr;
-    auto pick = [&](auto v) {
-      constexpr int V = decltype(v)::value;
-      if constexpr (compiled<Seqs, T, Family::cf_fwd>(V, 1))
-        kernel = conv_fwd_cf_chunked<T, W, V, Seqs>;
-    };
+    void (*kernel)(DirectArgs<T>, FastDivmod, FastDivmod) = nullptr;
     switch (vecs_per_thread) {
-      case 1: pick(std::integral_constant<int, 1>{}); break;
-      case 2: pick(std::integral_constant<int, 2>{}); break;
-      case 4: pick(std::integral_constant<int, 4>{}); break;
-      case 8: pick(std::integral_constant<int, 8>{}); break;
+      case 1: kernel = conv_fwd_cf_chunked<T, W, 1>; break;
+      case 2: kernel = conv_fwd_cf_chunked<T, W, 2>; break;
+      case 4: kernel = conv_fwd_cf_chunked<T, W, 4>; break;
+      case 8: kernel = conv_fwd_cf_chunked<T, W, 8>; break;
       default:
         throw std::invalid_argument("conv_fwd_cf_chunked: vectors per thread must be 1, 2, 4 or 8");
     }
-    if (!kernel)
-      throw std::invalid_argument("conv_fwd_cf_chunked: not compiled for " +
-                                  std::to_string(vecs_per_thread) +
-                                  " vectors with these sequences");
     launch_or_describe("conv_fwd_cf_chunked", kernel, blocks, kChunkedThreads, s, facts, a, by_len,
-                       by_dim, seqs);
+                       by_dim);
   });
 }
 

@@ -21,7 +21,6 @@
 #include "common/async_copy.cuh"
 #include "common/fast_divmod.h"
 #include "common/launch.cuh"
-#include "common/warp.cuh"
 
 namespace conv1d::ch08 {
 
@@ -34,27 +33,6 @@ constexpr int kStagedMine = kStagedVectors / kStagedThreads;  // a thread's vect
 constexpr int kStagedStageVectors = 1 + kStagedVectors;
 constexpr size_t kStagedSmemBytes = size_t(kStagedStages) * kStagedStageVectors * 16;
 
-// Where sequences begin, as the staged kernel asks (chapter 10 has packed ones): the taps of a
-// vector's outputs as one word, bit o*W + k for tap k of output o (all set: every tap counts;
-// none for an output: padding, exactly 0), the W-1 inputs before each row (nullptr: zeros), and
-// where each row's last W-1 inputs go (nullptr: nowhere). Chapter 08's rows are one sequence each
-// from zeros: every tap of every vector counts, and the zeros before t = 0 count for nothing.
-template <class T>
-struct EveryTap {
-  static constexpr bool kMap = false;  // (chapter 10: words from a map the launch before makes)
-  __device__ __forceinline__ uint32_t word(int64_t /*b*/, int64_t /*vector in row*/) const {
-    return ~0u;
-  }
-  template <int W>
-  __device__ __forceinline__ const T* state(int64_t /*row*/) const {
-    return nullptr;
-  }
-  template <int W>
-  __device__ __forceinline__ T* final_states(int64_t /*row*/) const {
-    return nullptr;
-  }
-};
-
 // How the tensor is cut into tiles (staged_tiles): a row of L elements into `per_row` tiles of at
 // most kStagedVectors vectors, or, rows shorter than half a tile, `rows_per_tile` whole rows a
 // tile.
@@ -64,12 +42,10 @@ struct StagedTiles {
 };
 
 // [docs:ch08_cf_staged]
-template <class T, int W, class Taps, Silu kSilu = Silu::runtime>
+template <class T, int W>
 __global__ void __launch_bounds__(kStagedThreads)
-    conv_fwd_cf_staged(DirectArgs<T> a, StagedTiles g, Taps taps, int64_t blocks) {
+    conv_fwd_cf_staged(DirectArgs<T> a, StagedTiles g, int64_t blocks) {
   constexpr int kPer = kPer16<T>;
-  const bool silu = silu_in<kSilu>(a);
-  constexpr uint32_t kEveryTap = kPer * W >= 32 ? ~0u : (1u << (kPer * W)) - 1u;  // a word's bits
   extern __shared__ Bytes16 staged[];  // kStagedStages stages of kStagedStageVectors vectors
   const int64_t rows = a.batch * a.dim, row_vectors = a.seqlen / kPer;
   const int64_t block = blockIdx.x, count = block < g.tiles ? ceil_div(g.tiles - block, blocks) : 0;
@@ -113,16 +89,11 @@ __global__ void __launch_bounds__(kStagedThreads)
   for (int s = 0; s < kStagedStages - 1; ++s) fetch(s);
 
   for (int64_t i = 0; i < count; ++i) {
-    // Before the tile lands: each vector's row and place in it, its taps, the filter.
+    // Before the tile lands: each vector's row and place in it, and the tile's filter.
     const Tile tl = tile_of(i);
     int64_t row[kStagedMine], t0[kStagedMine];
-    uint32_t taps_word[kStagedMine];
-    if constexpr (Taps::kMap)  // (chapter 10: the map is made by the launch before this one)
-      if (i == 0) wait_for_previous_launch();
-    const int64_t tile_b = g.by_dim.div(tl.row);  // the batch row of the tile's first row
-    const int64_t tile_v0 = tl.p0 / kPer;         // and its first vector's place in the row
-    // A tile of whole short rows finds each vector's row and batch row by division; a piece of
-    // one row (every tile of rows at least half a tile long) has them from the tile, once.
+    // A tile of whole short rows finds each vector's row by division; a piece of one row has it
+    // from the tile.
     auto places = [&](auto whole_rows) {
 #pragma unroll
       for (int j = 0; j < kStagedMine; ++j) {
@@ -130,17 +101,13 @@ __global__ void __launch_bounds__(kStagedThreads)
         const int64_t r = whole_rows ? g.by_row_vectors.div(v) : 0;
         row[j] = tl.row + r;
         t0[j] = tl.p0 + (v - r * row_vectors) * kPer;
-        const int64_t b = whole_rows ? g.by_dim.div(row[j]) : tile_b;
-        // (Chapter 10) In a piece of a row, vector v's word is the v-th after the tile's first:
-        // one address a tile, the four loads at offsets from it (docs/10, the thirty-fifth version).
-        taps_word[j] = v < tl.vectors ? taps.word(b, whole_rows ? t0[j] / kPer : tile_v0 + v) : 0u;
       }
     };
     if (g.rows_per_tile > 1)
       places(std::true_type{});
     else
       places(std::false_type{});
-    const Filter<W> tile_filter = load_filter<W>(a, tl.row - tile_b * a.dim);
+    const Filter<W> tile_filter = load_filter<W>(a, tl.row - g.by_dim.div(tl.row) * a.dim);
 
     // The tile has landed when this thread's copies of it have, and every other thread's too;
     // the stage the block finished with last is free, and takes the tile kStagedStages-1 ahead.
@@ -152,41 +119,18 @@ __global__ void __launch_bounds__(kStagedThreads)
 #pragma unroll
     for (int j = 0; j < kStagedMine; ++j) {
       const int v = threadIdx.x + j * kStagedThreads;
-      // (Chapter 10) One form for the whole warp: unmasked when every tap of every output of every
-      // lane's vector counts, else each output by its taps. A warp whose lanes took both forms
-      // would run both, one after the other. (Chapter 08's words, not a map's, are all ones.)
-      const bool every_tap =
-          !Taps::kMap || warp_all(v >= tl.vectors || (taps_word[j] & kEveryTap) == kEveryTap);
       if (v >= tl.vectors) continue;
       const Filter<W> f =
           row[j] == tl.row ? tile_filter : load_filter<W>(a, row[j] - g.by_dim.div(row[j]) * a.dim);
-      // The W-1 inputs before the vector: the vector before it, or before a row, its state.
+      // The W-1 inputs before the vector: the vector before it, zeros before a row (they count
+      // for nothing, so every output takes the unmasked form).
       Vec<T, kPer> prev = zero_vec<T, kPer>();
-      if (t0[j] > 0) {
-        prev = bit_cast<Vec<T, kPer>>(stage[v]);
-      } else if (const T* st = taps.template state<W>(row[j])) {
-#pragma unroll
-        for (int q = 0; q < W - 1; ++q) prev.v[kPer - (W - 1) + q] = st[q];
-      }
+      if (t0[j] > 0) prev = bit_cast<Vec<T, kPer>>(stage[v]);
       const CfWindow<T, W> win = cf_window<T, W>(prev, bit_cast<Vec<T, kPer>>(stage[1 + v]));
-      const uint32_t m = taps_word[j];
       float y[kPer];
-      if (every_tap) {
 #pragma unroll
-        for (int o = 0; o < kPer; ++o) y[o] = conv_output<W, false>(f, &win.v[o], 0, silu);
-      } else {  // each output by its taps; none: padding, exactly 0
-#pragma unroll
-        for (int o = 0; o < kPer; ++o)
-          y[o] = conv_output<W, true, true>(f, &win.v[o], m >> (o * W) & kAllTaps<W>, silu);
-      }
+      for (int o = 0; o < kPer; ++o) y[o] = conv_output<W, false>(f, &win.v[o], 0, a.silu);
       store16_unordered(a.out + row[j] * a.seqlen + t0[j], from_floats<T, kPer>(y));
-      // (Chapter 10) a row's last W-1 inputs of its last sequence: tap q+1 of its last output.
-      if (t0[j] + kPer == a.seqlen)
-        if (T* fin = taps.template final_states<W>(row[j]))
-#pragma unroll
-          for (int q = 0; q < W - 1; ++q)
-            fin[q] = m >> ((kPer - 1) * W + q + 1) & 1u ? from_float<T>(win.v[kPer + q])
-                                                        : from_float<T>(0.0f);
     }
   }
   async_wait_all();  // (the groups past the last tile are empty)
@@ -214,12 +158,11 @@ StagedTiles staged_tiles(const DirectArgs<T>& a) {
   return g;
 }
 
-// For the sequences `taps` (chapter 10 passes packed ones); at most `max_blocks` blocks when that
-// is set (the tests give a block many tiles), else as many as the GPU holds at once (a
-// persistent grid: more would only wait for a place).
-template <class T, class Taps = EveryTap<T>>
+// At most `max_blocks` blocks when that is set (the tests give a block many tiles), else as many
+// as the GPU holds at once (a persistent grid: more would only wait for a place).
+template <class T>
 void launch_cf_staged(const DirectArgs<T>& a, int width, cudaStream_t s = 0,
-                      KernelFacts* facts = nullptr, const Taps& taps = {}, int64_t max_blocks = 0) {
+                      KernelFacts* facts = nullptr, int64_t max_blocks = 0) {
   if (!staged_takes(a))
     throw std::invalid_argument(
         "conv_fwd_cf_staged: needs L a multiple of " + std::to_string(kPer16<T>) +
@@ -227,23 +170,13 @@ void launch_cf_staged(const DirectArgs<T>& a, int width, cudaStream_t s = 0,
         "any L)");
   const StagedTiles g = staged_tiles(a);
   dispatch_width(width, [&](auto w) {
-    constexpr int W = decltype(w)::value;
-    // (Chapter 10) With a map, SiLU compiled in or out: the kernel's two forms are code enough.
-    auto kernel = [&] {
-      if constexpr (Taps::kMap)
-        return a.silu ? conv_fwd_cf_staged<T, W, Taps, Silu::on>
-                      : conv_fwd_cf_staged<T, W, Taps, Silu::off>;
-      else
-        return conv_fwd_cf_staged<T, W, Taps>;
-    }();
+    auto kernel = conv_fwd_cf_staged<T, decltype(w)::value>;
     int64_t blocks =
         resident_blocks(reinterpret_cast<const void*>(kernel), kStagedThreads, kStagedSmemBytes);
     if (max_blocks > 0) blocks = std::min(blocks, max_blocks);
     blocks = std::max<int64_t>(1, std::min(blocks, g.tiles));
-    bool early = false;  // (chapter 10: behind the kernel that makes the map, launched early)
-    if constexpr (Taps::kMap) early = taps.words != nullptr;
-    launch_early_or_describe("conv_fwd_cf_staged", kernel, blocks, kStagedThreads, kStagedSmemBytes,
-                             s, facts, early, a, g, taps, blocks);
+    launch_smem_or_describe("conv_fwd_cf_staged", kernel, blocks, kStagedThreads, kStagedSmemBytes,
+                            s, facts, a, g, blocks);
   });
 }
 

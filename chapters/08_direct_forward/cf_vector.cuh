@@ -35,9 +35,7 @@ __global__ void conv_fwd_cf_vector(DirectArgs<T> a, FastDivmod by_len, FastDivmo
   if (e0 >= n) return;
 
   float y[kPer];
-  const OneSequencePerRow seqs;
-  cf_outputs<T, W>(a, seqs, by_len, by_dim, e0, spot, cf_span<T, W>(a, seqs, by_len, by_dim, e0, spot),
-                   true, cf_window<T, W>(prev, cur), y);
+  cf_outputs<T, W>(a, by_len, by_dim, e0, spot, cf_window<T, W>(prev, cur), y);
   store_or_tail<T, kPer>(a.out, e0, n, y);
 }
 // [/docs:ch08_cf_vector]

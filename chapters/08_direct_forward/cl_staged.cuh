@@ -51,24 +51,22 @@ __device__ __forceinline__ void cl_fetch(const DirectArgs<T>& a, const T* x, int
   async_commit();
 }
 
-template <class T, int W, int N, int kRows, class Seqs>
-__device__ __forceinline__ void cl_staged(const DirectArgs<T>& a, const FastDivmod& by_cols,
-                                          const FastDivmod& by_tiles, const Seqs& seqs) {
+template <class T, int W, int N, int kRows>
+__global__ void __launch_bounds__(kClTiledThreads, kClStagedMinBlocks)
+    conv_fwd_cl_staged(DirectArgs<T> a, FastDivmod by_cols, FastDivmod by_tiles) {
   static_assert(sizeof(Vec<T, N>) == 16, "a row of a thread's channels is one 16-byte copy");
   static_assert(kRows % kTileBatch == 0, "rows come in batches");
   constexpr int kBatches = kRows / kTileBatch;
   extern __shared__ Bytes16 ring[];  // [kClStagedDepth][kTileBatch][kClTiledThreads]
   int64_t b, d0, t0;
-  if (!cl_place<W, N, kRows>(a, by_cols, by_tiles, seqs, b, d0, t0)) return;
+  if (!cl_place<W, N, kRows>(a, by_cols, by_tiles, b, d0, t0)) return;
   const T* x = a.x + b * a.seqlen * a.dim + d0;  // row t of this batch at x + t * D
   T* out = a.out + b * a.seqlen * a.dim + d0;
 
-  // The first batches on their way before anything else; then, as in cl_tiled, the tile's form,
-  // the W-1 rows before the tile and the filters, while they travel.
+  // The first batches on their way before anything else; then, as in cl_tiled, the W-1 rows before
+  // the tile and the filters, while they travel.
 #pragma unroll
   for (int i = 0; i < kClStagedDepth; ++i) cl_fetch<T, N, kBatches>(a, x, t0, i, ring);
-  const Span span = seqs.template span<W, kRows, 0>(b, t0);
-  auto batches = seqs.template batches<W, kTileBatch>(b, t0, span);  // (a mixed tile's)
   Vec<T, N> win[W];  // win[k]: the row k - (W-1) steps back from the one being computed
   cl_halo<T, W, N>(a, x, t0, win);
   Filter<W> f[N];
@@ -80,38 +78,20 @@ __device__ __forceinline__ void cl_staged(const DirectArgs<T>& a, const FastDivm
     const Bytes16* slots = ring + (i % kClStagedDepth) * kTileBatch * kClTiledThreads;
     const Vec<T, N>* rows = reinterpret_cast<const Vec<T, N>*>(slots + threadIdx.x);
     constexpr int kStride = kClTiledThreads;  // (from one row's slot to the next)
-    // A mixed tile asks batch by batch: most of its batches take the full form too.
-    const Span here = span == Span::mixed ? batches.span(t) : span;
-    T* at = out + t * a.dim;  // row t's output; the next rows' by sums
-    if (here == Span::full) {  // all but a few batches
+    T* at = out + t * a.dim;                  // row t's output; the next rows' by sums
+    if (t >= W - 1) {                         // all but a row's first batch
 #pragma unroll
       for (int r = 0; r < kTileBatch; ++r, at += a.dim)
-        cl_row_at<true, Seqs::kPacked, T, W, N, true>(
+        cl_row_at<true, T, W, N, true>(
             a, [&] { return at; }, t + r, f, win, rows[r * kStride], kAllTaps<W>);
-    } else if (here == Span::padding) {  // (chapter 10; the rows still pass through the window)
-#pragma unroll
-      for (int r = 0; r < kTileBatch; ++r, at += a.dim) {
-#pragma unroll
-        for (int k = 0; k < W - 1; ++k) win[k] = win[k + 1];
-        win[W - 1] = rows[r * kStride];
-        if (t + r < a.seqlen) store16_unordered(at, zero_vec<T, N>());
-      }
-    } else {  // a mixed batch: a row's first, or (chapter 10) a sequence's start or end
-      const auto fl = batches.flags(t);
+    } else {  // a row's first batch: only the taps at or after t = 0 count
 #pragma unroll
       for (int r = 0; r < kTileBatch; ++r, at += a.dim)
-        cl_row_at<false, Seqs::kPacked, T, W, N, true>(
-            a, [&] { return at; }, t + r, f, win, rows[r * kStride], fl[r]);
+        cl_row_at<false, T, W, N, true>(
+            a, [&] { return at; }, t + r, f, win, rows[r * kStride], taps_inside<W>(t + r));
     }
     cl_fetch<T, N, kBatches>(a, x, t0, i + kClStagedDepth, ring);  // into the slots just used
   }
-}
-
-template <class T, int W, int N, int kRows, class Seqs = OneSequencePerRow>
-__global__ void __launch_bounds__(kClTiledThreads, kClStagedMinBlocks)
-    conv_fwd_cl_staged(DirectArgs<T> a, FastDivmod by_cols, FastDivmod by_tiles,
-                       const __grid_constant__ Seqs seqs) {
-  cl_staged<T, W, N, kRows>(a, by_cols, by_tiles, seqs);
 }
 // [/docs:ch08_cl_staged]
 
@@ -134,31 +114,23 @@ inline int cl_staged_rows(int64_t batch, int64_t seqlen, int64_t columns, int sm
   return 16;
 }
 
-// For the sequences `seqs` (chapter 10 passes packed ones).
-template <class T, class Seqs = OneSequencePerRow>
+template <class T>
 void launch_cl_staged(const DirectArgs<T>& a, int width, int rows, cudaStream_t s = 0,
-                      KernelFacts* facts = nullptr, const Seqs& seqs = {}) {
+                      KernelFacts* facts = nullptr) {
   if (!cl_staged_takes(a))
     throw std::invalid_argument(
         "conv_fwd_cl_staged: a row of D channels must be 16-byte vectors (D a multiple of " +
         std::to_string(16 / sizeof(T)) + ", tensors 16-byte aligned); cl_tiled takes any D");
   constexpr int N = kPer16<T>;
-  const ClGrid g = cl_grid<N>(a, rows, seqs);  // (as cl_tiled's, the edge work's blocks first)
+  const ClGrid g = cl_grid<N>(a, rows);  // (as cl_tiled's)
   dispatch_width(width, [&](auto w) {
     constexpr int W = decltype(w)::value;
-    void (*kernel)(DirectArgs<T>, FastDivmod, FastDivmod, Seqs) = nullptr;
-    auto pick = [&](auto r) {
-      constexpr int R = decltype(r)::value;
-      if constexpr (compiled<Seqs, T, Family::cl_staged>(R, N))
-        kernel = conv_fwd_cl_staged<T, W, N, R, Seqs>;
-    };
+    void (*kernel)(DirectArgs<T>, FastDivmod, FastDivmod) = nullptr;
+    auto pick = [&](auto r) { kernel = conv_fwd_cl_staged<T, W, N, decltype(r)::value>; };
     if (!with_rows<16, 32, 64>(rows, pick))
       throw std::invalid_argument("conv_fwd_cl_staged: rows per thread must be 16, 32 or 64");
-    if (!kernel)
-      throw std::invalid_argument("conv_fwd_cl_staged: not compiled for " + std::to_string(rows) +
-                                  " rows with these sequences");
-    launch_early_or_describe("conv_fwd_cl_staged", kernel, g.blocks, kClTiledThreads,
-                             kClStagedSmemBytes, s, facts, false, a, g.by_cols, g.by_tiles, seqs);
+    launch_smem_or_describe("conv_fwd_cl_staged", kernel, g.blocks, kClTiledThreads,
+                            kClStagedSmemBytes, s, facts, a, g.by_cols, g.by_tiles);
   });
 }
 

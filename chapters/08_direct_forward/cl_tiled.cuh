@@ -7,37 +7,32 @@
 // neighbouring channels) and its halo runs along L.
 #pragma once
 
-#include <algorithm>
 #include <stdexcept>
-#include <string>
-#include <type_traits>
 
 #include "chapters/08_direct_forward/cl_vector.cuh"
 #include "common/launch.cuh"
 
 namespace conv1d::ch08 {
 
-constexpr int kTileBatch = 8;        // rows loaded together, before any of them is used
+constexpr int kTileBatch = 8;         // rows loaded together, before any of them is used
 constexpr int kClTiledThreads = 128;  // a block
 
-// Seqs (chapter 10): where sequences begin (direct_common.cuh); chapter 08's rows are one each.
 // [docs:ch08_cl_tiled]
-// Row t enters the window; its output, at where() (row t of the output), unless the flags `m`
-// say it is not this kernel's (chapter 10's edge outputs, which the sequence policy writes) or t
-// is past the end. kFull: every tap counts. kStore16 (cl_staged): the output written by one
-// 16-byte store instruction (store16_unordered; assigned, nvcc wrote these conditional stores as
-// four 4-byte ones). (`where` is asked only for an output that is written: cl_staged steps its
-// address by a sum a row, and cl_row's product stays inside the test, where cl_tiled ran
-// 1.3-1.4 % faster than with it ahead.)
-template <bool kFull, bool kPacked, class T, int W, int N, bool kStore16 = false, class Where>
+// Row t enters the window; its output, at where() (row t of the output), unless t is past the end.
+// kFull: every tap counts; otherwise `valid` says which (those at or after t = 0). kStore16
+// (cl_staged): the output written by one 16-byte store instruction (store16_unordered; assigned,
+// nvcc wrote these conditional stores as four 4-byte ones). (`where` is asked only for an output
+// that is written: cl_staged steps its address by a sum a row, and cl_row's product stays inside
+// the test, where cl_tiled ran 1.3-1.4 % faster than with it ahead.)
+template <bool kFull, class T, int W, int N, bool kStore16 = false, class Where>
 __device__ __forceinline__ void cl_row_at(const DirectArgs<T>& a, Where where, int64_t t,
                                           const Filter<W> (&f)[N], Vec<T, N> (&win)[W],
-                                          const Vec<T, N>& row, unsigned m) {
+                                          const Vec<T, N>& row, unsigned valid) {
 #pragma unroll
   for (int k = 0; k < W - 1; ++k) win[k] = win[k + 1];
   win[W - 1] = row;
-  if (t < a.seqlen && !(m & kEdge)) {  // (padding: no tap, output 0)
-    const Vec<T, N> y = cl_outputs<T, W, N, kFull, kPacked>(f, win, m & kAllTaps<W>, a.silu);
+  if (t < a.seqlen) {
+    const Vec<T, N> y = cl_outputs<T, W, N, kFull>(f, win, valid, a.silu);
     if constexpr (kStore16)
       store16_unordered(where(), y);
     else
@@ -45,23 +40,23 @@ __device__ __forceinline__ void cl_row_at(const DirectArgs<T>& a, Where where, i
   }
 }
 // The same with row t's address found from `out` (row 0).
-template <bool kFull, bool kPacked, class T, int W, int N, bool kStore16 = false>
+template <bool kFull, class T, int W, int N, bool kStore16 = false>
 __device__ __forceinline__ void cl_row(const DirectArgs<T>& a, T* out, int64_t t,
                                        const Filter<W> (&f)[N], Vec<T, N> (&win)[W],
-                                       const Vec<T, N>& row, unsigned m) {
-  cl_row_at<kFull, kPacked, T, W, N, kStore16>(
-      a, [&] { return out + t * a.dim; }, t, f, win, row, m);
+                                       const Vec<T, N>& row, unsigned valid) {
+  cl_row_at<kFull, T, W, N, kStore16>(
+      a, [&] { return out + t * a.dim; }, t, f, win, row, valid);
 }
 
 // The rows t0 .. t0 + kRows - 1 of one tile, the window holding the W-1 rows before them. kFull:
-// every output of the tile counts all its taps; otherwise `fl` says which taps count.
-template <bool kFull, bool kPacked, class T, int W, int N, int kRows, class Flags>
+// every output of the tile has all its taps at or after t = 0.
+template <bool kFull, class T, int W, int N, int kRows>
 __device__ __forceinline__ void cl_tile(const DirectArgs<T>& a, const T* x, T* out, int64_t t0,
-                                        const Filter<W> (&f)[N], Vec<T, N> (&win)[W],
-                                        Flags& fl) {
+                                        const Filter<W> (&f)[N], Vec<T, N> (&win)[W]) {
 #pragma unroll
   for (int r0 = 0; r0 < kRows; r0 += kTileBatch) {
-    if (t0 + r0 < a.seqlen) {  // (guards, not breaks: the loops unroll fully, rows[] stays in registers)
+    if (t0 + r0 <
+        a.seqlen) {  // (guards, not breaks: the loops unroll fully, rows[] stays in registers)
       Vec<T, N> rows[kTileBatch];
 #pragma unroll
       for (int r = 0; r < kTileBatch; ++r)
@@ -69,9 +64,10 @@ __device__ __forceinline__ void cl_tile(const DirectArgs<T>& a, const T* x, T* o
                       ? *reinterpret_cast<const Vec<T, N>*>(x + (t0 + r0 + r) * a.dim)
                       : zero_vec<T, N>();
 #pragma unroll
-      for (int r = 0; r < kTileBatch; ++r)
-        cl_row<kFull, kPacked, T, W, N>(a, out, t0 + r0 + r, f, win, rows[r],
-                                        kFull ? kAllTaps<W> : fl.next());
+      for (int r = 0; r < kTileBatch; ++r) {
+        const int64_t t = t0 + r0 + r;
+        cl_row<kFull, T, W, N>(a, out, t, f, win, rows[r], kFull ? kAllTaps<W> : taps_inside<W>(t));
+      }
     }
   }
 }
@@ -88,25 +84,13 @@ __device__ __forceinline__ void cl_halo(const DirectArgs<T>& a, const T* x, int6
 }
 
 // Where a thread's tile is (blocks of kClTiledThreads): batch row b, channels d0 .. d0 + N - 1,
-// rows t0 .. t0 + kRows - 1.
-// (Chapter 10) the grid's first blocks do the sequences' edge work instead: false, nothing more.
-template <int W, int N, int kRows, class T, class Seqs>
+// rows t0 .. t0 + kRows - 1; false past the last tile.
+template <int W, int N, int kRows, class T>
 __device__ __forceinline__ bool cl_place(const DirectArgs<T>& a, const FastDivmod& by_cols,
-                                         const FastDivmod& by_tiles, const Seqs& seqs,
-                                         int64_t& b, int64_t& d0, int64_t& t0) {
-  int64_t item = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;  // (b * tiles + tile) * D/N + col
-  if constexpr (Seqs::kPacked) {
-    const int64_t edge_items = seqs.edge_units(a.batch) * by_cols.divisor();
-    const int64_t edge_blocks = ceil_div(edge_items, kClTiledThreads);
-    if (blockIdx.x < edge_blocks) {
-      if (item < edge_items) {
-        const int64_t unit = by_cols.div(item);
-        seqs.template edge_work<W, N>(a, unit, (item - unit * by_cols.divisor()) * N);
-      }
-      return false;
-    }
-    item -= edge_blocks * kClTiledThreads;
-  }
+                                         const FastDivmod& by_tiles, int64_t& b, int64_t& d0,
+                                         int64_t& t0) {
+  const int64_t item =
+      blockIdx.x * int64_t(blockDim.x) + threadIdx.x;  // (b * tiles + tile) * D/N + col
   const int64_t bt = by_cols.div(item);
   b = by_tiles.div(bt);
   if (b >= a.batch) return false;
@@ -115,75 +99,26 @@ __device__ __forceinline__ bool cl_place(const DirectArgs<T>& a, const FastDivmo
   return true;
 }
 
-template <class T, int W, int N, int kRows, class Seqs>
-__device__ __forceinline__ void cl_tiled(const DirectArgs<T>& a, const FastDivmod& by_cols,
-                                         const FastDivmod& by_tiles, const Seqs& seqs) {
+template <class T, int W, int N, int kRows>
+__global__ void conv_fwd_cl_tiled(DirectArgs<T> a, FastDivmod by_cols, FastDivmod by_tiles) {
   static_assert(kRows % kTileBatch == 0, "rows come in batches");
   int64_t b, d0, t0;
-  if (!cl_place<W, N, kRows>(a, by_cols, by_tiles, seqs, b, d0, t0)) return;
+  if (!cl_place<W, N, kRows>(a, by_cols, by_tiles, b, d0, t0)) return;
   const T* x = a.x + b * a.seqlen * a.dim + d0;  // row t of this batch at x + t * D
   T* out = a.out + b * a.seqlen * a.dim + d0;
 
-  // (Chapter 10) every row of the tile asked for at once, into the L2, before anything waits
-  // (prefetch_l2 holds no register; the loads below bring a batch at a time). A warp's row is lines
-  // of 128 bytes, kLanesPerLine lanes each; each lane asks for its own line in every
-  // kLanesPerLine-th row, so the warp asks for each line of the tile once. Only the packed
-  // policies, in 16-bit types, take it: in fp32 it cost time, and chapter 08's own kernel has not
-  // been given it yet (docs/10_packed_sequences.md, the tenth version).
-  if constexpr (Seqs::kPacked && sizeof(T) < 4) {
-    constexpr int kLanesPerLine = 128 / int(sizeof(Vec<T, N>));
-    const int lane = threadIdx.x % kLanesPerLine;
-#pragma unroll
-    for (int r = 0; r < kRows; r += kLanesPerLine)
-      if (r + lane < kRows && t0 + r + lane < a.seqlen) prefetch_l2(x + (t0 + r + lane) * a.dim);
-  }
-  // The tile's form first (its loads overlap the ones below), then the W-1 rows before the tile
-  // and the filters. The form is decided once per tile, not per row: a test between a batch's loads
-  // and their use lets the compiler place loads after it, and then fewer rows are in flight.
-  const Span span = seqs.template span<W, kRows, 0>(b, t0);
   Vec<T, N> win[W];  // win[k]: the row k - (W-1) steps back from the one being computed
   cl_halo<T, W, N>(a, x, t0, win);
   Filter<W> f[N];
   load_filters<W, N>(a, d0, f);
-  if (span == Span::full) {  // all but a few tiles
-    AllTaps<W> all;
-    cl_tile<true, Seqs::kPacked, T, W, N, kRows>(a, x, out, t0, f, win, all);
-  } else if (span == Span::padding) {
-#pragma unroll
-    for (int r = 0; r < kRows; ++r)
-      if (t0 + r < a.seqlen) *reinterpret_cast<Vec<T, N>*>(out + (t0 + r) * a.dim) = zero_vec<T, N>();
-  } else if constexpr (!Seqs::kPacked) {
-    auto cursor = seqs.template cursor<W>(b, t0);
-    cl_tile<false, false, T, W, N, kRows>(a, x, out, t0, f, win, cursor);
-  } else {  // (chapter 10) the flags of a mixed tile from one call, kept in shared memory
-    constexpr int kWords = TokenFlags<kRows>::kWords + 1;  // (odd: no bank conflicts)
-    __shared__ uint32_t flag_rows[kClTiledThreads][kWords];
-    const TokenFlags<kRows> fl = seqs.template flags_of<W, kRows>(b, t0);
-#pragma unroll
-    for (int i = 0; i + 1 < kWords; ++i) flag_rows[threadIdx.x][i] = fl.w[i];
-    SharedFlags cursor{flag_rows[threadIdx.x]};
-    cl_tile<false, true, T, W, N, kRows>(a, x, out, t0, f, win, cursor);
-  }
-}
-
-template <class T, int W, int N, int kRows, class Seqs = OneSequencePerRow,
-          std::enable_if_t<!Seqs::kPacked, int> = 0>
-__global__ void conv_fwd_cl_tiled(DirectArgs<T> a, FastDivmod by_cols, FastDivmod by_tiles,
-                                  Seqs seqs) {
-  cl_tiled<T, W, N, kRows>(a, by_cols, by_tiles, seqs);
+  // Which form the outputs take is decided once per tile, not per row: a test between a batch's
+  // loads and their use lets the compiler place loads after it, and then fewer rows are in flight.
+  if (t0 >= W - 1)
+    cl_tile<true, T, W, N, kRows>(a, x, out, t0, f, win);  // every tile but a row's first
+  else
+    cl_tile<false, T, W, N, kRows>(a, x, out, t0, f, win);
 }
 // [/docs:ch08_cl_tiled]
-
-// (Chapter 10) the same kernel for packed sequences, held to the occupancy of chapter 08's
-// (kPackedMinBlocks). Its policy stays where the launch put it (`__grid_constant__`): the policy's
-// out-of-line calls take its address, which would otherwise cost every thread a copy on its stack.
-template <class T, int W, int N, int kRows, class Seqs, std::enable_if_t<Seqs::kPacked, int> = 0>
-__global__ void __launch_bounds__(kClTiledThreads, kPackedMinBlocks)
-    conv_fwd_cl_tiled(DirectArgs<T> a, FastDivmod by_cols, FastDivmod by_tiles,
-                      const __grid_constant__ Seqs seqs) {
-  cl_tiled<T, W, N, kRows>(a, by_cols, by_tiles, seqs);
-}
-
 
 // Rows per thread: the most (of `max_rows`, 16, 8) that still give every multiprocessor `kFill`
 // threads' worth of items, so short sequences and narrow D still fill the GPU; `rows` > 0 asks for
@@ -200,46 +135,33 @@ inline int cl_tiled_rows(int64_t batch, int64_t seqlen, int64_t columns, int sm_
 }
 
 // The grid of a channel-last walk (cl_tiled, cl_staged): a thread per tile of `rows` time steps
-// and column of N channels; (chapter 10) before them, a thread per edge unit and column.
+// and column of N channels.
 struct ClGrid {
   FastDivmod by_cols, by_tiles;
   int64_t blocks;
 };
-template <int N, class T, class Seqs>
-ClGrid cl_grid(const DirectArgs<T>& a, int rows, const Seqs& seqs) {
+template <int N, class T>
+ClGrid cl_grid(const DirectArgs<T>& a, int rows) {
   if (rows <= 0) throw std::invalid_argument("channel-last kernels: rows per thread must be > 0");
-  // (Packed sequences of no tokens at all still have states to write, in the edge blocks; the
-  // tiles' divisor wants at least one tile, which has nothing to do.)
-  const int64_t columns = a.dim / N,
-                tiles = std::max<int64_t>(Seqs::kPacked ? 1 : 0, ceil_div(a.seqlen, rows));
-  int64_t blocks = ceil_div(a.batch * tiles * columns, kClTiledThreads);
-  if constexpr (Seqs::kPacked)
-    blocks += ceil_div(seqs.edge_units(a.batch) * columns, kClTiledThreads);
-  return {FastDivmod(columns), FastDivmod(tiles), blocks};
+  const int64_t columns = a.dim / N, tiles = ceil_div(a.seqlen, rows);
+  return {FastDivmod(columns), FastDivmod(tiles),
+          ceil_div(a.batch * tiles * columns, kClTiledThreads)};
 }
 
-// For the sequences `seqs` (chapter 10 passes packed ones).
-template <class T, class Seqs = OneSequencePerRow>
+template <class T>
 void launch_cl_tiled(const DirectArgs<T>& a, int width, int rows, int max_access_bytes = 16,
-                     cudaStream_t s = 0, KernelFacts* facts = nullptr, const Seqs& seqs = {}) {
+                     cudaStream_t s = 0, KernelFacts* facts = nullptr) {
   dispatch_access(a, max_access_bytes, [&](auto access) {
     constexpr int N = decltype(access)::value;
-    const ClGrid g = cl_grid<N>(a, rows, seqs);
+    const ClGrid g = cl_grid<N>(a, rows);
     dispatch_width(width, [&](auto w) {
       constexpr int W = decltype(w)::value;
-      void (*kernel)(DirectArgs<T>, FastDivmod, FastDivmod, Seqs) = nullptr;
-      auto pick = [&](auto r) {
-        constexpr int R = decltype(r)::value;
-        if constexpr (compiled<Seqs, T, Family::cl_fwd>(R, N))
-          kernel = conv_fwd_cl_tiled<T, W, N, R, Seqs>;
-      };
+      void (*kernel)(DirectArgs<T>, FastDivmod, FastDivmod) = nullptr;
+      auto pick = [&](auto r) { kernel = conv_fwd_cl_tiled<T, W, N, decltype(r)::value>; };
       if (!with_rows<8, 16, 32>(rows, pick))
         throw std::invalid_argument("conv_fwd_cl_tiled: rows per thread must be 8, 16 or 32");
-      if (!kernel)
-        throw std::invalid_argument("conv_fwd_cl_tiled: not compiled for " + std::to_string(rows) +
-                                    " rows of " + std::to_string(N) + " channels with these sequences");
       launch_or_describe("conv_fwd_cl_tiled", kernel, g.blocks, kClTiledThreads, s, facts, a,
-                         g.by_cols, g.by_tiles, seqs);
+                         g.by_cols, g.by_tiles);
     });
   });
 }

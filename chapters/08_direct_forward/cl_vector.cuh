@@ -24,9 +24,9 @@ __device__ __forceinline__ void load_filters(const DirectArgs<T>& a, int64_t d0,
 
 // Outputs of channels d0 .. d0+N-1 at one time step from the W input rows in[k] (k - (W-1) steps
 // back), `valid` saying which of them lie at or after t = 0 (kAllInside: the caller knows all of
-// them do; kPadding: none may, and then the outputs are 0, chapter 10's padding). The rows stay in their storage type (fewer registers than fp32 copies) and are
+// them do). The rows stay in their storage type (fewer registers than fp32 copies) and are
 // converted where they are used.
-template <class T, int W, int N, bool kAllInside = false, bool kPadding = false>
+template <class T, int W, int N, bool kAllInside = false>
 __device__ __forceinline__ Vec<T, N> cl_outputs(const Filter<W> (&f)[N], const Vec<T, N> (&in)[W],
                                                 unsigned valid, bool silu) {
   float y[N], taps[N][W];
@@ -39,7 +39,7 @@ __device__ __forceinline__ Vec<T, N> cl_outputs(const Filter<W> (&f)[N], const V
     for (int i = 0; i < N; ++i) y[i] = conv_output<W, false>(f[i], taps[i], valid, silu);
   } else {
 #pragma unroll
-    for (int i = 0; i < N; ++i) y[i] = conv_output<W, true, kPadding>(f[i], taps[i], valid, silu);
+    for (int i = 0; i < N; ++i) y[i] = conv_output<W>(f[i], taps[i], valid, silu);
   }
   return from_floats<T, N>(y);
 }

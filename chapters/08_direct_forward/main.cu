@@ -22,13 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "chapters/08_direct_forward/cf_chunked.cuh"
-#include "chapters/08_direct_forward/cf_staged.cuh"
-#include "chapters/08_direct_forward/cf_vector.cuh"
-#include "chapters/08_direct_forward/cl_staged.cuh"
-#include "chapters/08_direct_forward/cl_tiled.cuh"
-#include "chapters/08_direct_forward/cl_vector.cuh"
-#include "chapters/08_direct_forward/naive.cuh"
+#include "chapters/08_direct_forward/kernels.cuh"
 #include "common/buffers.h"
 #include "common/npy.h"
 #include "common/runner.h"
@@ -150,7 +144,8 @@ class DirectForwardChapter : public Chapter {
     const bool cf_staged_takes = o.seqlen % per == 0, cl_staged_takes = o.dim % per == 0;
     if (flags_.variant == "staged" && !cf_staged_takes && !cl_staged_takes)
       return "--variant staged needs --seqlen (channel-first) or --dim (channel-last) a multiple "
-             "of " + std::to_string(per) + " in " + dtype_name(o.dtype);
+             "of " +
+             std::to_string(per) + " in " + dtype_name(o.dtype);
     for (const Step& st : all_steps()) {
       if (!wanted(st)) continue;
       const bool first = st.layout == Layout::channel_first;

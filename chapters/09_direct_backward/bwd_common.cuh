@@ -29,14 +29,7 @@ namespace conv1d::ch09 {
 using ch08::bit_cast;
 using ch08::Filter;
 using ch08::kAllTaps;
-using ch08::kEdge;
-using ch08::kFinalShift;
 using ch08::load_filter;
-using ch08::Silu;
-using ch08::silu_in;
-using ch08::OneSequencePerRow;
-using ch08::Span;
-using ch08::TokenFlags;
 using ch08::zero_vec;
 
 template <class T>  // device storage type
@@ -55,10 +48,6 @@ struct BwdArgs {
   CONV1D_HOST_DEVICE int64_t elements() const { return batch * dim * seqlen; }
 };
 
-// Whether dz takes SiLU's derivative: chapter 09's kernels ask the arguments at each position;
-// chapter 10's packed kernels, whose steps take several forms, are compiled once with it and once
-// without (chapter 08's `Silu` and `silu_in`).
-
 // dz at one position from dout there and, with SiLU, the window x[t-(W-1) .. t] (zeros before t = 0
 // already in it).
 template <int W>
@@ -70,36 +59,6 @@ __device__ __forceinline__ float dz_at(const Filter<W>& f, const float* x_window
   for (int k = 0; k < W; ++k) z += f.w[k] * x_window[k];
   return dout * silu_grad_f32(z);
 }
-
-// dz where only the taps in `taps` count: the others' inputs are taken as 0, so their products add
-// exactly nothing (chapter 10's packed sequences; with every tap, dz_at itself).
-template <int W>
-__device__ __forceinline__ float dz_masked(const Filter<W>& f, const float* x_window, unsigned taps,
-                                           float dout, bool silu) {
-  float in[W];
-#pragma unroll
-  for (int k = 0; k < W; ++k) in[k] = taps >> k & 1u ? x_window[k] : 0.0f;
-  return dz_at<W>(f, in, dout, silu);
-}
-
-// [docs:ch09_forms]
-// How cf_fused takes a lane's vector when chapter 10's span map says (cf_fused.cuh): every tap
-// (full); nothing (padding: dz and dx are 0 there); every tap but those across one sequence
-// boundary (cut: the positions from `cut` on, counted from the vector's first, start a sequence,
-// and tap k of position t counts unless its input lies before that start: t - cut in [0, W-1-k)
-// as unsigned); or each position by its flags. A lane with no boundary near it has cut kNoCut,
-// further ahead than any position a step reads, so every tap counts.
-enum class Form : uint8_t { full, padding, cut, flags };
-constexpr int kNoCut = 64;
-struct LaneForm {
-  Form form;
-  int cut;
-};
-template <int W>
-__device__ __forceinline__ bool counts_across(int t, int k, int cut) {
-  return static_cast<unsigned>(t - cut) >= static_cast<unsigned>(W - 1 - k);
-}
-// [/docs:ch09_forms]
 
 // A unit's W+1 sums (dweight[0..W-1], dbias) for one channel.
 template <int W>

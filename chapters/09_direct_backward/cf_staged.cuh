@@ -16,14 +16,12 @@
 // dz ahead is computed twice (by this vector's thread and the next one's): W-1 extra dz per kPer,
 // arithmetic the kernel has to spare. Each piece of a row is a unit of the deterministic sums: a
 // fixed butterfly in each warp, then the warps in order. Rows must start on 16-byte boundaries (L
-// a multiple of the vector), as in the forward. (Chapter 10 passes a policy for rows that start
-// from their states, and for rows of several sequences: NoRowStates below.)
+// a multiple of the vector), as in the forward.
 #pragma once
 
 #include <algorithm>
 #include <stdexcept>
 #include <string>
-#include <type_traits>
 
 #include "chapters/08_direct_forward/cf_staged.cuh"
 #include "chapters/09_direct_backward/bwd_common.cuh"
@@ -38,10 +36,10 @@ using ch08::kStagedThreads;  // a block (128)
 using ch08::kStagedVectors;  // vectors of x (and of dout) a tile at most (512)
 
 // Three stages of 16 KB (x and dout make a tile twice the forward's): 48 KB a block, four blocks a
-// Hopper multiprocessor, two tiles on their way while a block computes the third. (Chapter 10's
-// policies may keep another number: NoRowStates below.)
+// Hopper multiprocessor, two tiles on their way while a block computes the third.
 constexpr int kBwdStagedStages = 3;
 constexpr int kBwdStageVectors = (1 + kStagedVectors + 1) + (kStagedVectors + 1);
+constexpr size_t kBwdStagedSmemBytes = size_t(kBwdStagedStages) * kBwdStageVectors * 16;
 
 // The tiles (bwd_staged_tiles): `per_row` pieces of each row (the last one may be shorter), tile t
 // piece t % per_row of row t / per_row; or, for rows of at most half a tile whose vectors fill
@@ -52,34 +50,13 @@ struct BwdStagedTiles {
   FastDivmod by_per_row, by_row_vectors, by_dim;
 };
 
-// (Chapter 10) The rows' states and sequences: none here. Chapter 10 passes a policy with
-// kRowStates for rows that start from initial states and receive their final states' gradient:
-// for row r, state<W>(r) (its initial states, or nullptr: zeros), dfinal<W>(r) (the gradient, or
-// nullptr) and dinit<W>(r, f, dz, reaches), which writes the initial states' gradient from dz at
-// the row's first W-1 positions (reaches(t): whether output t sees the states). With kTapWords too,
-// for rows of several sequences (seq_idx): word(b, v) (= words_of(b)[v]), which taps of each
-// output of vector v of batch row b count, the word chapter 08's staged forward reads (bit
-// e*W + k: tap k of the vector's output e, the state's taps included). A tap that does not count
-// adds nothing to dz, to dx or to the sums, and an output none of whose taps count (padding) has
-// dz 0; for such rows the kernel without SiLU is compiled apart (no SiLU code in it, and a warp
-// vote), and with SiLU it asks at each position, as this chapter's kernel does. A policy also says
-// how many stages a block keeps (kStages).
-struct NoRowStates {
-  static constexpr bool kRowStates = false, kTapWords = false;
-  static constexpr int kStages = kBwdStagedStages;
-};
-template <class States>
-constexpr size_t bwd_staged_smem_bytes() {
-  return size_t(States::kStages) * kBwdStageVectors * 16;
-}
-
 // [docs:ch09_cf_staged]
-template <class T, int W, bool kWholeRows, class States, Silu kSilu = Silu::runtime>
+template <class T, int W, bool kWholeRows>
 __global__ void __launch_bounds__(kStagedThreads)
-    conv_bwd_cf_staged(BwdArgs<T> a, BwdStagedTiles g, int64_t blocks, States states) {
+    conv_bwd_cf_staged(BwdArgs<T> a, BwdStagedTiles g, int64_t blocks) {
   constexpr int kPer = kPer16<T>, kWarps = kStagedThreads / kWarpLanes;
   constexpr int kGroups = kStagedVectors / kWarpLanes;  // a tile's groups of 32 vectors: a warp's
-  constexpr int kStages = States::kStages;
+  constexpr int kStages = kBwdStagedStages;
   extern __shared__ Bytes16 staged[];  // kStages stages of kBwdStageVectors vectors
   __shared__ float group_sums[kGroups][W + 1];
   const int64_t rows = a.batch * a.dim, row_vectors = a.seqlen / kPer;
@@ -136,11 +113,9 @@ __global__ void __launch_bounds__(kStagedThreads)
     async_commit();
   };
   for (int s = 0; s < kStages - 1; ++s) fetch(s);
-  // (Chapter 10) the words are made by the launch before this one: from here on they are read.
-  if constexpr (States::kTapWords) wait_for_previous_launch();
 
   for (int64_t i = 0; i < count; ++i) {
-    // Before the tile lands: each vector's row and place in it, its words and states, its filter.
+    // Before the tile lands: each vector's row and place in it, and its filter.
     const Tile tl = tile_of(i);
     int64_t row[kStagedMine], t0[kStagedMine];
 #pragma unroll
@@ -151,79 +126,10 @@ __global__ void __launch_bounds__(kStagedThreads)
       t0[j] = tl.p0 + (v - r * row_vectors) * kPer;
     }
     auto channel = [&](int64_t r) { return r - g.by_dim.div(r) * a.dim; };
-    // Each vector's filter. With tap words it is loaded last, after the words and the states
-    // (loaded first, the warp waited for it before asking for them: two trips to memory a tile
-    // where the plain kernel has one). Without words, first: there is nothing to overlap it with,
-    // and asked last it only comes later (chapter 10's states alone ran 1.9 % slower so).
     Filter<W> f[whole_rows ? kStagedMine : 1];  // (a piece of a row: one)
-    auto load_filters = [&] {
 #pragma unroll
-      for (int j = 0; j < (whole_rows ? kStagedMine : 1); ++j)
-        f[j] = load_filter<W>(a.weight, a.bias, channel(row[j] < rows ? row[j] : tl.row));
-    };
-    if constexpr (!States::kTapWords) load_filters();
-    // (Chapter 10) the taps that count of each vector's outputs and of the W-1 after them (every
-    // tap unless the rows have several sequences: then the words of the vector and of the next);
-    // a row's first vector's state (the x before t = 0) and its last vector's final states'
-    // gradient (where the row's last output sees those inputs); zeros for every other vector.
-    constexpr int kWords = States::kTapWords ? kStagedMine : 1;
-    uint32_t own_word[kWords] = {}, next_word[kWords] = {};
-    if constexpr (States::kTapWords) {
-      // (In a piece of a row, vector u's word is the u-th after the tile's first.)
-      const uint32_t* my_words =
-          whole_rows ? nullptr : states.words_of(g.by_dim.div(tl.row)) + tl.p0 / kPer + threadIdx.x;
-#pragma unroll
-      for (int j = 0; j < kStagedMine; ++j) {
-        own_word[j] = next_word[j] = ~0u;  // (past L: every tap; dout is 0 there)
-        const int u = threadIdx.x + j * kStagedThreads;
-        if (u >= tl.vectors) continue;
-        if constexpr (whole_rows) {
-          const int64_t b = g.by_dim.div(row[j]), v = t0[j] / kPer;
-          own_word[j] = states.word(b, v);
-          if (t0[j] + kPer < a.seqlen) next_word[j] = states.word(b, v + 1);
-        } else {
-          own_word[j] = my_words[j * kStagedThreads];
-          if (t0[j] + kPer < a.seqlen) next_word[j] = my_words[j * kStagedThreads + 1];
-        }
-      }
-    }
-    auto taps = [&](int j, int e) -> unsigned {  // of output t0[j] + e, e < kPer + W-1
-      if constexpr (!States::kTapWords) return kAllTaps<W>;
-      return (e < kPer ? own_word[j] >> (e * W) : next_word[j] >> ((e - kPer) * W)) & kAllTaps<W>;
-    };
-    constexpr int kEdges = States::kRowStates ? kStagedMine : 1;
-    // (With tap words a state is kept as loaded and converted where it is used: converted here,
-    // the warp would wait for it before the filter is asked for.)
-    using Kept = std::conditional_t<States::kTapWords, T, float>;
-    auto keep = [](T v) -> Kept {
-      if constexpr (std::is_same_v<Kept, T>)
-        return v;
-      else
-        return to_float(v);
-    };
-    Kept state[kEdges][W - 1];
-    float dfinal[kEdges][W - 1] = {};
-#pragma unroll
-    for (int j = 0; j < kEdges; ++j)
-#pragma unroll
-      for (int q = 0; q < W - 1; ++q) state[j][q] = from_float<Kept>(0.0f);
-    if constexpr (States::kRowStates) {
-#pragma unroll
-      for (int j = 0; j < kStagedMine; ++j) {
-        if (int(threadIdx.x) + j * kStagedThreads >= tl.vectors) continue;
-        if (t0[j] == 0)
-          if (const T* st = states.template state<W>(row[j]))
-#pragma unroll
-            for (int q = 0; q < W - 1; ++q) state[j][q] = keep(st[q]);
-        if (t0[j] + kPer == a.seqlen)
-          if (const float* df = states.template dfinal<W>(row[j]))
-#pragma unroll
-            for (int q = 0; q < W - 1; ++q)  // (input L-(W-1)+q: tap q+1 of output L-1)
-              if (taps(j, kPer - 1) >> (q + 1) & 1u) dfinal[j][q] = df[q];
-      }
-    }
-
-    if constexpr (States::kTapWords) load_filters();
+    for (int j = 0; j < (whole_rows ? kStagedMine : 1); ++j)
+      f[j] = load_filter<W>(a.weight, a.bias, channel(row[j] < rows ? row[j] : tl.row));
 
     // The tile has landed when every thread's copies of it have; the stage the block finished with
     // last takes the tile kStages - 1 ahead.
@@ -236,17 +142,6 @@ __global__ void __launch_bounds__(kStagedThreads)
 #pragma unroll
     for (int j = 0; j < kStagedMine; ++j) {
       const int v = threadIdx.x + j * kStagedThreads;
-      // (Rows with seq_idx, without SiLU: a warp whose vectors all count every tap, those of the
-      // W-1 outputs after them too, takes the arithmetic without the words; a vote, so that the
-      // warp runs one. With SiLU the arithmetic is long enough that its second copy costs more
-      // than it saves, and every warp takes the words.)
-      constexpr bool kVote = States::kTapWords && kSilu == Silu::off;
-      constexpr uint32_t kOwnAll = uint32_t((uint64_t(1) << (kPer * W)) - 1),
-                         kNextAll = (1u << ((W - 1) * W)) - 1;
-      bool every_tap = false;
-      if constexpr (kVote)
-        every_tap = warp_all(v >= tl.vectors || ((own_word[j] & kOwnAll) == kOwnAll &&
-                                                 (next_word[j] & kNextAll) == kNextAll));
       if (v >= tl.vectors) continue;
       const Filter<W>& fv = f[whole_rows ? j : 0];
       // x[t0 - (W-1) .. t0 + kPer + W-2] and dout[t0 .. t0 + kPer + W-2], t0 the vector's first
@@ -274,52 +169,23 @@ __global__ void __launch_bounds__(kStagedThreads)
         xw[(W - 1) + e] = to_float(x_own.v[e]);
         gw[e] = to_float(g_own.v[e]);
       }
-      if constexpr (States::kRowStates)
-        if (t0[j] == 0)
+      // dz at the vector's positions and the W-1 after them (0 past L: dout is 0 there).
+      float dz[kPer + (W - 1)];
 #pragma unroll
-          for (int q = 0; q < W - 1; ++q) xw[q] = to_float(state[j][q]);
-      auto arithmetic = [&](auto masked) {
-        auto taps_here = [&](int e) -> unsigned {  // (without the words: every tap)
-          if constexpr (decltype(masked)::value) return taps(j, e);
-          return kAllTaps<W>;
-        };
-        // dz at the vector's positions and the W-1 after them (0 past L: dout is 0 there).
-        float dz[kPer + (W - 1)];
+      for (int e = 0; e < kPer + (W - 1); ++e) dz[e] = dz_at<W>(fv, &xw[e], gw[e], a.silu);
+      // dx, and the vector's terms of the sums (x before t = 0 is 0 in xw).
+      float y[kPer];
 #pragma unroll
-        for (int e = 0; e < kPer + (W - 1); ++e) {
-          const float d = dz_masked<W>(fv, &xw[e], taps_here(e), gw[e], silu_in<kSilu>(a));
-          dz[e] = taps_here(e) ? d : 0.0f;  // (padding: no tap counts)
-        }
-        // dx, and the vector's terms of the sums (x before t = 0 is 0 in xw, or the row's state).
-        // (Chapter 10: a position whose input is one of the final states receives that state's
-        // gradient first, so the sum runs in the order one pass over a longer row would take.)
-        float y[kPer];
+      for (int e = 0; e < kPer; ++e) {
+        float acc = 0.0f;
 #pragma unroll
-        for (int e = 0; e < kPer; ++e) {
-          float acc = 0.0f;
-          if constexpr (States::kRowStates)
-            if (e >= kPer - (W - 1)) acc = dfinal[j][e - (kPer - (W - 1))];
+        for (int k = 0; k < W; ++k) acc += fv.w[k] * dz[e + (W - 1) - k];
+        y[e] = acc;
 #pragma unroll
-          for (int k = 0; k < W; ++k)  // (dz[t] reaches dx here through tap k of output t)
-            if (taps_here(e + (W - 1) - k) >> k & 1u) acc += fv.w[k] * dz[e + (W - 1) - k];
-          y[e] = acc;
-#pragma unroll
-          for (int k = 0; k < W; ++k)
-            if (taps_here(e) >> k & 1u) sums[whole_rows ? j : 0].v[k] += dz[e] * xw[e + k];
-          sums[whole_rows ? j : 0].v[W] += dz[e];
-        }
-        if constexpr (States::kRowStates)  // (output t sees the states when it sees x[0])
-          if (t0[j] == 0)
-            states.template dinit<W>(
-                row[j], fv, dz, [&](int t) { return (taps_here(t) >> (W - 1 - t) & 1u) != 0; });
-        store16_unordered(a.dx + row[j] * a.seqlen + t0[j], ch08::from_floats<T, kPer>(y));
-      };
-      if constexpr (!States::kTapWords)
-        arithmetic(std::false_type{});  // (every tap counts: no words)
-      else if (kVote && every_tap)
-        arithmetic(std::false_type{});
-      else
-        arithmetic(std::true_type{});
+        for (int k = 0; k < W; ++k) sums[whole_rows ? j : 0].v[k] += dz[e] * xw[e + k];
+        sums[whole_rows ? j : 0].v[W] += dz[e];
+      }
+      store16_unordered(a.dx + row[j] * a.seqlen + t0[j], ch08::from_floats<T, kPer>(y));
     }
 
     // The units, in a fixed order: a piece of a row takes one butterfly over each warp; whole rows
@@ -391,12 +257,10 @@ BwdStagedTiles bwd_staged_tiles(const BwdArgs<T>& a) {
 }
 
 // As many blocks as the GPU holds at once (a persistent grid), at most `max_blocks` when that is
-// set (the tests give a block many tiles). (Chapter 10 passes its rows' `states`; with tap words
-// the kernel may start while the launch before it, which makes them, finishes: common/launch.cuh.)
-template <class T, class States = NoRowStates>
+// set (the tests give a block many tiles).
+template <class T>
 void launch_cf_bwd_staged(const BwdArgs<T>& a, int width, cudaStream_t s = 0,
-                          KernelFacts* facts = nullptr, int64_t max_blocks = 0,
-                          const States& states = {}) {
+                          KernelFacts* facts = nullptr, int64_t max_blocks = 0) {
   if (!bwd_staged_takes(a))
     throw std::invalid_argument(
         "conv_bwd_cf_staged: needs L a multiple of " + std::to_string(kPer16<T>) +
@@ -405,20 +269,14 @@ void launch_cf_bwd_staged(const BwdArgs<T>& a, int width, cudaStream_t s = 0,
   const BwdStagedTiles g = bwd_staged_tiles(a);
   dispatch_width(width, [&](auto w) {
     constexpr int W = decltype(w)::value;
-    auto pick = [&](auto silu) {
-      constexpr Silu S = decltype(silu)::value;
-      return g.rows_per_tile > 1 ? conv_bwd_cf_staged<T, W, true, States, S>
-                                 : conv_bwd_cf_staged<T, W, false, States, S>;
-    };
-    using Runtime = std::integral_constant<Silu, Silu::runtime>;
-    using Off = std::integral_constant<Silu, Silu::off>;
-    auto kernel = States::kTapWords && !a.silu ? pick(Off{}) : pick(Runtime{});
-    constexpr size_t smem = bwd_staged_smem_bytes<States>();
-    int64_t blocks = resident_blocks(reinterpret_cast<const void*>(kernel), kStagedThreads, smem);
+    auto kernel =
+        g.rows_per_tile > 1 ? conv_bwd_cf_staged<T, W, true> : conv_bwd_cf_staged<T, W, false>;
+    int64_t blocks =
+        resident_blocks(reinterpret_cast<const void*>(kernel), kStagedThreads, kBwdStagedSmemBytes);
     if (max_blocks > 0) blocks = std::min(blocks, max_blocks);
     blocks = std::max<int64_t>(1, std::min(blocks, g.tiles));
-    launch_early_or_describe("conv_bwd_cf_staged", kernel, blocks, kStagedThreads, smem, s, facts,
-                             States::kTapWords, a, g, blocks, states);
+    launch_smem_or_describe("conv_bwd_cf_staged", kernel, blocks, kStagedThreads,
+                            kBwdStagedSmemBytes, s, facts, a, g, blocks);
   });
 }
 

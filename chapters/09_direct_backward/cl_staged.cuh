@@ -25,56 +25,14 @@ namespace conv1d::ch09 {
 
 constexpr int kClsThreads = 128;  // a block: 4 warps, 4 tiles down the time
 constexpr int kClsWarps = kClsThreads / kWarpLanes;
-constexpr int kClsBatch = 8;       // rows of x and of dout a batch
-constexpr int kClsDepth = 3;       // batches in the ring: two on their way while one is computed
-constexpr int kClsMinBlocks = 4;   // blocks a multiprocessor: 128 registers, 4 x 48 KB
-constexpr int kClsCopyBytes = 8;   // a lane's channels of one row
+constexpr int kClsBatch = 8;      // rows of x and of dout a batch
+constexpr int kClsDepth = 3;      // batches in the ring: two on their way while one is computed
+constexpr int kClsMinBlocks = 4;  // blocks a multiprocessor: 128 registers, 4 x 48 KB
+constexpr int kClsCopyBytes = 8;  // a lane's channels of one row
 template <class T>
 constexpr int kClsChannels = kClsCopyBytes / int(sizeof(T));
 constexpr size_t kClsSmemBytes =  // the ring: [depth][batch row][x, dout][thread], 48 KB a block
     size_t(kClsDepth) * kClsBatch * 2 * kClsThreads * kClsCopyBytes;
-
-// [docs:ch10_warp_flags]
-// (Chapter 10) the flag bytes of a mixed tile's outputs t0 .. t0 + kCount - 1, asked once by the
-// warp's lanes together: lane l asks those of outputs t0 + l, t0 + l + kWarpLanes, ... and packs
-// each with the next three lanes' into a word. A batch of 8 outputs from t0 + r then has its bytes
-// in two words of two lanes, two shuffles away: no batch of the tile waits on memory for them.
-template <int kCount>
-struct WarpFlags {
-  static constexpr int kHeld = (kCount + kWarpLanes - 1) / kWarpLanes;
-  uint32_t words[kHeld];  // [j]: the bytes of outputs t0 + l + kWarpLanes j .. + 3 (l: this lane)
-
-  template <int W, class Seqs>
-  __device__ __forceinline__ void ask(const Seqs& seqs, int64_t b, int64_t t0, int64_t len,
-                                      int lane) {
-#pragma unroll
-    for (int j = 0; j < kHeld; ++j) {
-      const int r = lane + j * kWarpLanes;
-      const uint32_t v = r < kCount && t0 + r < len ? seqs.template flags<W>(b, t0 + r) : 0u;
-      words[j] = v | shuffle_down(v, 1) << 8 | shuffle_down(v, 2) << 16 | shuffle_down(v, 3) << 24;
-    }
-  }
-  // The bytes of outputs t0 + r .. t0 + r + 7 (r a multiple of 8). Every lane of the warp must
-  // call it; all get the same answer.
-  __device__ __forceinline__ TokenFlags<kClsBatch> batch(int r) const {
-    const int j = r / kWarpLanes, at = r % kWarpLanes;
-    uint32_t w = words[0];
-#pragma unroll
-    for (int m = 1; m < kHeld; ++m)
-      if (j == m) w = words[m];  // (a select: `words` stays in registers)
-    TokenFlags<kClsBatch> fl;
-    fl.w[0] = shuffle(w, at);
-    fl.w[1] = shuffle(w, at + 4);
-    return fl;
-  }
-};
-
-template <int W>
-__device__ __forceinline__ bool every_tap(const TokenFlags<kClsBatch>& fl) {
-  constexpr uint32_t kAll = 0x01010101u * kAllTaps<W>;
-  return fl.w[0] == kAll && fl.w[1] == kAll;
-}
-// [/docs:ch10_warp_flags]
 
 // [docs:ch09_cl_staged]
 // Rows t .. t + n - 1 of x and dout into a slot of the ring (this lane's column of it), rows from
@@ -107,15 +65,15 @@ __device__ __forceinline__ void cls_fetch(const T* x, const T* g, int64_t t, int
 }
 
 // [docs:ch09_cl_staged_kernel]
-template <class T, int W, int kRows, bool kSilu, class Seqs>
-__device__ __forceinline__ void cl_staged_bwd(const BwdArgs<T>& a, const FastDivmod& by_cols,
-                                              const FastDivmod& by_units, const Seqs& seqs) {
+template <class T, int W, int kRows, bool kSilu>
+__global__ void __launch_bounds__(kClsThreads, kClsMinBlocks)
+    conv_bwd_cl_staged(BwdArgs<T> a, FastDivmod by_cols, FastDivmod by_units) {
   constexpr int N = kClsChannels<T>;
   static_assert(kRows % kClsBatch == 0 && W - 1 <= kClsBatch, "whole batches, a short tail");
   constexpr int kBatches = kRows / kClsBatch;  // then a tail: the W-1 rows whose dz dx needs
   extern __shared__ Bytes16 cls_smem[];
   Vec<T, N>* ring = reinterpret_cast<Vec<T, N>*>(cls_smem) + threadIdx.x;  // this lane's column
-  constexpr int kSlot = kClsBatch * 2 * kClsThreads;                     // a batch's slots
+  constexpr int kSlot = kClsBatch * 2 * kClsThreads;                       // a batch's slots
 
   const int lane = threadIdx.x % kWarpLanes, warp = threadIdx.x / kWarpLanes;
   int64_t bu, col;  // bu = b * units + u
@@ -137,24 +95,9 @@ __device__ __forceinline__ void cl_staged_bwd(const BwdArgs<T>& a, const FastDiv
   if (t0 < len)  // (the warp: a tile past the row's end has nothing to walk)
 #pragma unroll
     for (int i = 0; i < kClsDepth; ++i) fetch(i);
-  // (Chapter 10) whether every position of the tile counts every tap, while the first batches
-  // travel: the same answer in every lane of the warp, which stands at the same time steps.
-  Span span = Span::full;
-  if constexpr (Seqs::kPacked)
-    if (t0 < len) span = seqs.template span<W, kRows, W - 1>(b, t0);
 
   GradSums<W> sums[N];
-  if (t0 < len && span == Span::padding) {
-    // (Chapter 10) a tile of padding: no output counts any of its rows (the outputs after it are
-    // another sequence's), so their dx is exactly 0 and the sums gain nothing. The batches asked
-    // for above land unread. Walked by the flags, as before, such a tile cost its warp 8 batches
-    // of the slow walk while its block's other warps waited at the barrier below.
-    if (channels)
-#pragma unroll 4
-      for (int r = 0; r < kRows; ++r)
-        if (t0 + r < len)
-          *reinterpret_cast<Vec<T, N>*>(dx + (t0 + r) * dim) = ch08::zero_vec<T, N>();
-  } else if (t0 < len) {
+  if (t0 < len) {
     // While they travel: the filters, and the W-1 rows of x before the tile.
     Filter<W> f[N];
 #pragma unroll
@@ -164,47 +107,22 @@ __device__ __forceinline__ void cl_staged_bwd(const BwdArgs<T>& a, const FastDiv
     for (int k = 1; k < W; ++k)
       if (channels && t0 - W + k >= 0)
         to_floats(*reinterpret_cast<const Vec<T, N>*>(x + (t0 - W + k) * dim), xw[k]);
-    uint32_t fw = 0;  // (chapter 10) the flags of the last W positions
-    [[maybe_unused]] WarpFlags<kRows + W - 1> tile;  // (chapter 10) a mixed tile's flags
-    if constexpr (Seqs::kPacked)
-      if (span != Span::full) tile.template ask<W>(seqs, b, t0, len, lane);
 
-    // dx of row s, W-1 behind step r of a batch, where it is one of this tile's rows (`from`: the
-    // batch's first step that has one), at `out`, which then moves to the next row.
-    auto store = [&](int r, int from, int64_t s, T*& out, const float (&y)[N]) {
-      if (r >= from) {
-        if (channels && s < len) *reinterpret_cast<Vec<T, N>*>(out) = ch08::from_floats<T, N>(y);
-        out += dim;
-      }
-    };
-    // Steps t .. t + n - 1 from a batch's slots, every tap counting: unrolled, the windows renamed
-    // rather than moved.
-    auto walk_full = [&](const Vec<T, N>* rows, int64_t t, auto n, bool own, int from) {
+    // Steps t .. t + n - 1 from a batch's slots: unrolled, the windows renamed rather than moved.
+    // dx of row s, W-1 behind step r, where it is one of this tile's rows (from step `from` of
+    // the batch on), at `out`, which then moves to the next row.
+    auto walk = [&](const Vec<T, N>* rows, int64_t t, auto n, bool own, int from) {
       T* out = dx + (t + from - (W - 1)) * dim;  // the batch's first row of dx
 #pragma unroll
       for (int r = 0; r < decltype(n)::value; ++r) {
         float y[N];
-        cl_bwd_step<true, T, W, N>(seqs, b, d0, t + r, channels, true, own, kSilu, f,
-                                   rows[(2 * r) * kClsThreads], rows[(2 * r + 1) * kClsThreads],
-                                   kAllTaps<W>, fw, xw, dzw, sums, y);
-        store(r, from, t + r - (W - 1), out, y);
-      }
-      if constexpr (Seqs::kPacked) fw = 0x01010101u * kAllTaps<W>;  // (the flags it walked)
-    };
-    // (Chapter 10) the same by the flags `fl` (a byte a step), in a loop: a few batches take it,
-    // and unrolled, its code beside the full walk's made the warps wait on instruction fetch
-    // (results/cl-staged-bwd/run3).
-    auto walk_flags = [&](const Vec<T, N>* rows, int64_t t, int n, bool own, int from,
-                          const TokenFlags<kClsBatch>& fl) {
-      const uint64_t bytes = fl.w[0] | uint64_t(fl.w[1]) << 32;
-      T* out = dx + (t + from - (W - 1)) * dim;
-#pragma unroll 1
-      for (int r = 0; r < n; ++r) {
-        float y[N];
-        cl_bwd_step<false, T, W, N>(seqs, b, d0, t + r, channels, true, own, kSilu, f,
-                                    rows[(2 * r) * kClsThreads], rows[(2 * r + 1) * kClsThreads],
-                                    unsigned(bytes >> (8 * r)) & 0xFFu, fw, xw, dzw, sums, y);
-        store(r, from, t + r - (W - 1), out, y);
+        cl_bwd_step<T, W, N>(true, own, kSilu, f, rows[(2 * r) * kClsThreads],
+                             rows[(2 * r + 1) * kClsThreads], xw, dzw, sums, y);
+        if (r >= from) {
+          if (channels && t + r - (W - 1) < len)
+            *reinterpret_cast<Vec<T, N>*>(out) = ch08::from_floats<T, N>(y);
+          out += dim;
+        }
       }
     };
     using Batch = std::integral_constant<int, kClsBatch>;
@@ -212,37 +130,13 @@ __device__ __forceinline__ void cl_staged_bwd(const BwdArgs<T>& a, const FastDiv
 #pragma unroll 1
     for (int i = 0; i < kBatches; ++i) {
       async_wait<kClsDepth - 1>();  // batch i has landed (this lane's copies)
-      const Vec<T, N>* rows = ring + (i % kClsDepth) * kSlot;
-      const int64_t t = t0 + int64_t(i) * kClsBatch;
-      const int from = i > 0 ? 0 : W - 1;
-      if constexpr (!Seqs::kPacked) {
-        walk_full(rows, t, Batch{}, true, from);
-      } else {  // (chapter 10) a mixed tile, batch by batch: most of its batches are full too
-        TokenFlags<kClsBatch> fl{};
-        if (span != Span::full) fl = tile.batch(i * kClsBatch);
-        if (span == Span::full || every_tap<W>(fl))
-          walk_full(rows, t, Batch{}, true, from);
-        else
-          walk_flags(rows, t, kClsBatch, true, from, fl);
-      }
+      walk(ring + (i % kClsDepth) * kSlot, t0 + int64_t(i) * kClsBatch, Batch{}, true,
+           i > 0 ? 0 : W - 1);
       fetch(i + kClsDepth);  // into the slots just read
     }
     async_wait<kClsDepth - 1>();  // the tail
-    const Vec<T, N>* rows = ring + (kBatches % kClsDepth) * kSlot;
-    const int64_t t = t0 + kRows;
-    if constexpr (!Seqs::kPacked) {
-      walk_full(rows, t, Tail{}, false, 0);
-    } else {
-      if (span == Span::full)
-        walk_full(rows, t, Tail{}, false, 0);
-      else
-        walk_flags(rows, t, W - 1, false, 0, tile.batch(kRows));
-    }
+    walk(ring + (kBatches % kClsDepth) * kSlot, t0 + kRows, Tail{}, false, 0);
   }
-  // (Chapter 10) the initial states' gradient of the sequences that start in this tile.
-  if constexpr (Seqs::kPacked)
-    if (channels && seqs.owns_edges(t0, kRows, span == Span::full))
-      seqs.template tile_dinit<W, N>(a, b, d0, t0, kRows, span == Span::full);
 
   // The block's 4 tiles add their sums through shared memory (the ring's, now free), in order.
   async_wait_all();
@@ -271,13 +165,6 @@ __device__ __forceinline__ void cl_staged_bwd(const BwdArgs<T>& a, const FastDiv
     }
 }
 // [/docs:ch09_cl_staged_kernel]
-
-template <class T, int W, int kRows, bool kSilu, class Seqs = OneSequencePerRow>
-__global__ void __launch_bounds__(kClsThreads, kClsMinBlocks)
-    conv_bwd_cl_staged(BwdArgs<T> a, FastDivmod by_cols, FastDivmod by_units,
-                       const __grid_constant__ Seqs seqs) {
-  cl_staged_bwd<T, W, kRows, kSilu>(a, by_cols, by_units, seqs);
-}
 // [/docs:ch09_cl_staged]
 
 // Whether the staged kernel takes these tensors: a lane's channels one 8-byte copy (D a multiple
@@ -304,10 +191,9 @@ inline int cl_staged_bwd_rows(int64_t batch, int64_t seqlen, int64_t dim, int ch
   return 16;
 }
 
-// For the sequences `seqs` (chapter 10 passes packed ones).
-template <class T, class Seqs = OneSequencePerRow>
+template <class T>
 void launch_cl_bwd_staged(const BwdArgs<T>& a, int width, int rows, cudaStream_t s = 0,
-                          KernelFacts* facts = nullptr, const Seqs& seqs = {}) {
+                          KernelFacts* facts = nullptr) {
   if (!cl_staged_bwd_takes(a))
     throw std::invalid_argument(
         "conv_bwd_cl_staged: a lane's channels must be one 8-byte copy (D a multiple of " +
@@ -318,20 +204,15 @@ void launch_cl_bwd_staged(const BwdArgs<T>& a, int width, int rows, cudaStream_t
   const FastDivmod by_cols(cols), by_units(units);
   dispatch_width(width, [&](auto w) {
     constexpr int W = decltype(w)::value;
-    void (*kernel)(BwdArgs<T>, FastDivmod, FastDivmod, Seqs) = nullptr;
+    void (*kernel)(BwdArgs<T>, FastDivmod, FastDivmod) = nullptr;
     auto pick = [&](auto r) {
       constexpr int R = decltype(r)::value;
-      if constexpr (ch08::compiled<Seqs, T, ch08::Family::cl_bwd_staged>(R, N))
-        kernel = a.silu ? conv_bwd_cl_staged<T, W, R, true, Seqs>
-                        : conv_bwd_cl_staged<T, W, R, false, Seqs>;
+      kernel = a.silu ? conv_bwd_cl_staged<T, W, R, true> : conv_bwd_cl_staged<T, W, R, false>;
     };
     if (!ch08::with_rows<16, 32, 64>(rows, pick))
       throw std::invalid_argument("conv_bwd_cl_staged: rows per warp must be 16, 32 or 64");
-    if (!kernel)
-      throw std::invalid_argument("conv_bwd_cl_staged: not compiled for " + std::to_string(rows) +
-                                  " rows a warp with these sequences");
-    launch_early_or_describe("conv_bwd_cl_staged", kernel, a.batch * units * cols, kClsThreads,
-                             kClsSmemBytes, s, facts, false, a, by_cols, by_units, seqs);
+    launch_smem_or_describe("conv_bwd_cl_staged", kernel, a.batch * units * cols, kClsThreads,
+                            kClsSmemBytes, s, facts, a, by_cols, by_units);
   });
 }
 

@@ -14,7 +14,6 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
-#include <type_traits>
 
 #include "chapters/08_direct_forward/cl_vector.cuh"
 #include "chapters/09_direct_backward/bwd_common.cuh"
@@ -27,12 +26,6 @@ constexpr int kClLanesAcross = 8;                          // lanes along D in a
 constexpr int kClLanesDown = kWarpLanes / kClLanesAcross;  // tiles along L in a warp
 constexpr int kTileBatch = 8;                              // rows loaded together
 constexpr int kClBwdThreads = 128;                         // a block: 4 warps
-// (Chapter 10) the walk with flags loads 4 rows of x and of dout a batch, not 8: its launch then
-// fits 128 registers a thread and takes 4 blocks a multiprocessor instead of 3 (167 registers),
-// and its batch loop is half as long. A third more warps at once and less code to fetch took that
-// launch from 208 to 177 us on an H200 (results/cl-bwd-occupancy).
-constexpr int kFlagsBatch = 4;
-constexpr int kClMixedMinBlocks = 4;
 
 template <class T, int N>
 __device__ __forceinline__ void to_floats(const Vec<T, N>& v, float (&out)[N]) {
@@ -40,24 +33,21 @@ __device__ __forceinline__ void to_floats(const Vec<T, N>& v, float (&out)[N]) {
   for (int i = 0; i < N; ++i) out[i] = to_float(v.v[i]);
 }
 
-// 16 bytes of zeros in global memory: what the walk with flags reads for a row outside the tile's
-// range (below). (Each file that includes this has its own copy.)
+// 16 bytes of zeros in global memory: what the walk reads for a row outside the tile's range
+// (below). (Each file that includes this has its own copy.)
 static __device__ __align__(16) const float kZeroRow[4] = {};
 
 // [docs:ch09_cl_step]
 // One step of a channel-last walk (cl_tiled's and cl_staged's), at row t of x and dout (xv, gv):
 // the windows move on, dz[t] is computed (zero where !in_range) and, where `own` (t is one of the
-// tile's own rows), its terms of the sums; y receives dx of row t - (W-1), complete now. kFull:
-// every tap counts; otherwise m is t's flag byte and fw the flags of the last W positions, a byte
-// each, the newest lowest (chapter 10's packed sequences: which taps count, edges, final states'
-// gradients).
-template <bool kFull, class T, int W, int N, class Seqs>
-__device__ __forceinline__ void cl_bwd_step(const Seqs& seqs, int64_t b, int64_t d0, int64_t t,
-                                            bool channels, bool in_range, bool own, bool silu,
+// tile's own rows), its terms of the sums; y receives dx of row t - (W-1), complete now. (The zeros
+// before t = 0 in the window count for nothing, and dz is zero from t = L on.)
+template <class T, int W, int N>
+__device__ __forceinline__ void cl_bwd_step(bool in_range, bool own, bool silu,
                                             const Filter<W> (&f)[N], const Vec<T, N>& xv,
-                                            const Vec<T, N>& gv, unsigned m, uint32_t& fw,
-                                            float (&xw)[W][N], float (&dzw)[W][N],
-                                            GradSums<W> (&sums)[N], float (&y)[N]) {
+                                            const Vec<T, N>& gv, float (&xw)[W][N],
+                                            float (&dzw)[W][N], GradSums<W> (&sums)[N],
+                                            float (&y)[N]) {
 #pragma unroll
   for (int k = 0; k + 1 < W; ++k)
 #pragma unroll
@@ -66,51 +56,26 @@ __device__ __forceinline__ void cl_bwd_step(const Seqs& seqs, int64_t b, int64_t
       dzw[k][i] = dzw[k + 1][i];
     }
   to_floats(xv, xw[W - 1]);
-  if constexpr (!kFull) {
-    fw = fw << 8 | m;
-    if constexpr (Seqs::kPacked)
-      if ((m & kEdge) && channels) {  // the inputs before the sequence's start are its state's
-        const int before = __ffs(m & kAllTaps<W>) - 1;  // taps before the start
-        // (the sequence's states asked once, then the N channels' values, none waiting on another)
-        const T* st = seqs.template states_of<W>(b, t) + d0 * (W - 1);
-#pragma unroll
-        for (int i = 0; i < N; ++i)
-#pragma unroll
-          for (int k = 0; k < W - 1; ++k)
-            if (k < before) xw[k][i] = to_float(st[i * (W - 1) + (W - 1) + k - before]);
-      }
-  }
-  const unsigned zt = kFull ? kAllTaps<W> : ch08::taps_with_state<W>(m);
   float dout[N];
   to_floats(gv, dout);
 #pragma unroll
   for (int i = 0; i < N; ++i) {
     float taps[W];
 #pragma unroll
-    for (int k = 0; k < W; ++k) taps[k] = kFull || (zt >> k & 1u) ? xw[k][i] : 0.0f;
-    dzw[W - 1][i] = in_range && zt ? dz_at<W>(f[i], taps, dout[i], silu) : 0.0f;
+    for (int k = 0; k < W; ++k) taps[k] = xw[k][i];
+    dzw[W - 1][i] = in_range ? dz_at<W>(f[i], taps, dout[i], silu) : 0.0f;
     if (own) {
 #pragma unroll
       for (int k = 0; k < W; ++k) sums[i].v[k] += dzw[W - 1][i] * taps[k];
       sums[i].v[W] += dzw[W - 1][i];
     }
   }
-  // dx[s], s = t - (W-1): sum_k w[k] dz[s + (W-1) - k] over the taps of those positions that count
-  // (the final state's gradient first, where s's input is one).
-  const unsigned fin = kFull ? 0u : fw >> (8 * (W - 1) + kFinalShift) & 3u;
-  float from_final[N] = {};
-  if constexpr (!kFull && Seqs::kPacked)
-    if (fin && channels) {  // (as the states above: one question, then N loads side by side)
-      const float* g = seqs.template dfinals_of<W>(b, t - (W - 1)) + d0 * (W - 1) + (fin - 1);
-#pragma unroll
-      for (int i = 0; i < N; ++i) from_final[i] = g[i * (W - 1)];
-    }
+  // dx[s], s = t - (W-1): sum_k w[k] dz[s + (W-1) - k].
 #pragma unroll
   for (int i = 0; i < N; ++i) {
-    float acc = from_final[i];
+    float acc = 0.0f;
 #pragma unroll
-    for (int k = 0; k < W; ++k)
-      if (kFull || (fw >> (8 * k + k) & 1u)) acc += f[i].w[k] * dzw[W - 1 - k][i];
+    for (int k = 0; k < W; ++k) acc += f[i].w[k] * dzw[W - 1 - k][i];
     y[i] = acc;
   }
 }
@@ -118,20 +83,15 @@ __device__ __forceinline__ void cl_bwd_step(const Seqs& seqs, int64_t b, int64_t
 
 // [docs:ch09_cl_tiled]
 // The walk down one tile: steps t0 .. t0 + kRows + W - 2, each computing dz (and, for the tile's own
-// rows, its terms of the sums), and from step W-1 on dx of the row W-1 steps back. kFull: every
-// position counts every tap; otherwise `fl` holds the flags of the kRows + W - 1 positions
-// (chapter 10's packed sequences: which taps count, edges, final states' gradients).
-template <bool kFull, class T, int W, int N, int kRows, class Seqs, class Cursor>
-__device__ __forceinline__ void cl_bwd_walk(const BwdArgs<T>& a, const Seqs& seqs, int64_t b,
-                                            int64_t d0, int64_t t0, bool channels, const T* x,
-                                            const T* g, T* dx, const Filter<W> (&f)[N],
-                                            float (&xw)[W][N], GradSums<W> (&sums)[N],
-                                            Cursor& cursor) {
+// rows, its terms of the sums), and from step W-1 on dx of the row W-1 steps back.
+template <class T, int W, int N, int kRows>
+__device__ __forceinline__ void cl_bwd_walk(const BwdArgs<T>& a, int64_t t0, bool channels,
+                                            const T* x, const T* g, T* dx, const Filter<W> (&f)[N],
+                                            float (&xw)[W][N], GradSums<W> (&sums)[N]) {
   constexpr int kSteps = kRows + W - 1;  // the tile's rows and the W-1 whose dz the last dx needs
   const int64_t len = a.seqlen, dim = a.dim;
   // Every row of a batch is loaded with no branch: a row out of range is read from a row of
-  // zeros. Behind a branch each, nvcc let one load of the batch be in flight at a time (Nsight
-  // Compute, in the walk with flags: 45 % of its stall samples on the 16 loads' first uses).
+  // zeros. Behind a branch each, nvcc let one load of the batch be in flight at a time.
   static_assert(sizeof(Vec<T, N>) <= sizeof(kZeroRow), "a row of zeros covers a vector");
   auto row_or_zeros = [&](const T* base, int64_t t, bool in) {
     const T* p =
@@ -139,14 +99,12 @@ __device__ __forceinline__ void cl_bwd_walk(const BwdArgs<T>& a, const Seqs& seq
     return *reinterpret_cast<const Vec<T, N>*>(p);
   };
   float dzw[W][N] = {};  // the last W values of dz, oldest first
-  uint32_t fw = 0;       // the flags of the last W positions, a byte each, the newest lowest
-  // A batch of rows at a time, in a loop: the plain walk asks for the next batch's rows before it
-  // computes this one's, so they are in flight while it does. That is 10 % faster at 8x4096x4096
-  // bf16 than the walk fully unrolled, for a quarter more instructions (Nsight Compute: warps
-  // waiting on memory 1.1 times an issued instruction, against 3.4); rolled without asking ahead,
-  // it was twice as slow as unrolled. The walk with flags (kFull false, chapter 10) asks for its
-  // batch when it starts it: ahead, at its 128 registers, it spilled and was slower.
-  constexpr int kBatch = kFull ? kTileBatch : kFlagsBatch;
+  // A batch of rows at a time, in a loop that asks for the next batch's rows before it computes
+  // this one's, so they are in flight while it does. That is 10 % faster at 8x4096x4096 bf16 than
+  // the walk fully unrolled, for a quarter more instructions (Nsight Compute: warps waiting on
+  // memory 1.1 times an issued instruction, against 3.4); rolled without asking ahead, it was
+  // twice as slow as unrolled.
+  constexpr int kBatch = kTileBatch;
   auto load_batch = [&](int s0, Vec<T, N>(&xs)[kBatch], Vec<T, N>(&gs)[kBatch]) {
 #pragma unroll
     for (int r = 0; r < kBatch; ++r) {
@@ -155,45 +113,33 @@ __device__ __forceinline__ void cl_bwd_walk(const BwdArgs<T>& a, const Seqs& seq
     }
   };
   Vec<T, N> xs[kBatch], gs[kBatch];
-  if constexpr (kFull) load_batch(0, xs, gs);
+  load_batch(0, xs, gs);
 #pragma unroll 1
   for (int s0 = 0; s0 < kSteps; s0 += kBatch) {
     Vec<T, N> next_x[kBatch], next_g[kBatch];
-    if constexpr (kFull)
-      load_batch(s0 + kBatch, next_x, next_g);
-    else
-      load_batch(s0, xs, gs);
+    load_batch(s0 + kBatch, next_x, next_g);
 #pragma unroll
     for (int r = 0; r < kBatch; ++r) {
       const int step = s0 + r;
-      if (step < kSteps) {  // (a guard, not a break: a batch unrolls fully, its arrays in registers)
+      if (step <
+          kSteps) {  // (a guard, not a break: a batch unrolls fully, its arrays in registers)
         const int64_t t = t0 + step, s = t - (W - 1);
         float y[N];
-        cl_bwd_step<kFull, T, W, N>(seqs, b, d0, t, channels, t < len, step < kRows, a.silu, f,
-                                    xs[r], gs[r], kFull ? kAllTaps<W> : cursor.next(), fw, xw, dzw,
-                                    sums, y);
+        cl_bwd_step<T, W, N>(t < len, step < kRows, a.silu, f, xs[r], gs[r], xw, dzw, sums, y);
         if (step >= W - 1 && s < len && channels)
           *reinterpret_cast<Vec<T, N>*>(dx + s * dim) = ch08::from_floats<T, N>(y);
       }
     }
-    if constexpr (kFull)
 #pragma unroll
-      for (int r = 0; r < kBatch; ++r) {
-        xs[r] = next_x[r];
-        gs[r] = next_g[r];
-      }
+    for (int r = 0; r < kBatch; ++r) {
+      xs[r] = next_x[r];
+      gs[r] = next_g[r];
+    }
   }
 }
 
-// Which warps a launch takes. Chapter 09's rows, and chapter 10's varlen batches: every warp, in
-// one launch. Chapter 10's rows (Seqs::kMixedApart): the warps whose tiles are all full in a first
-// launch, and the rest, which walk with flags, in a second. In one kernel the flags' code cost the
-// full warps half again their time (results/ch10-cl-bwd), though few warps ran it.
-enum class ClPass { all, full, mixed };
-
-template <class T, int W, int N, int kRows, ClPass kPass, class Seqs>
-__device__ __forceinline__ void cl_bwd(const BwdArgs<T>& a, const FastDivmod& by_col_blocks,
-                                       const FastDivmod& by_units, const Seqs& seqs) {
+template <class T, int W, int N, int kRows>
+__global__ void conv_bwd_cl(BwdArgs<T> a, FastDivmod by_col_blocks, FastDivmod by_units) {
   const int lane = threadIdx.x % kWarpLanes;
   int64_t bu, col_block;  // bu = b * units + u
   by_col_blocks.divmod((blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / kWarpLanes, &bu,
@@ -207,12 +153,6 @@ __device__ __forceinline__ void cl_bwd(const BwdArgs<T>& a, const FastDivmod& by
   const T* x = a.x + b * len * dim + d0;  // row t at x + t * D
   const T* g = a.dout + b * len * dim + d0;
   T* dx = a.dx + b * len * dim + d0;
-  // (Chapter 10's rows, in two launches: this one's warps.)
-  Span span = Span::full;
-  if constexpr (Seqs::kPacked)
-    span = seqs.template span_by<W, kRows, W - 1, kClLanesAcross>(b, t0, lane % kClLanesAcross);
-  if constexpr (kPass != ClPass::all)
-    if (warp_all(span == Span::full) != (kPass == ClPass::full)) return;  // the whole warp
 
   Filter<W> f[N];
 #pragma unroll
@@ -225,38 +165,7 @@ __device__ __forceinline__ void cl_bwd(const BwdArgs<T>& a, const FastDivmod& by
                   : zero_vec<T, N>(),
               xw[k]);
   GradSums<W> sums[N];
-
-  // Where sequences begin (chapter 10): the plain walk when every tile of the warp counts every
-  // tap everywhere; otherwise every lane walks with flags (a vote: the warp runs one form; in two
-  // launches, each launch compiles one of the walks). Chapter 09's rows need no flags: the zeros
-  // before t = 0 in the window count for nothing.
-  ch08::AllTaps<W> all;
-  if constexpr (!Seqs::kPacked) {
-    cl_bwd_walk<true, T, W, N, kRows>(a, seqs, b, d0, t0, channels, x, g, dx, f, xw, sums, all);
-  } else if constexpr (kPass == ClPass::full) {
-    cl_bwd_walk<true, T, W, N, kRows>(a, seqs, b, d0, t0, channels, x, g, dx, f, xw, sums, all);
-  } else {
-    if (kPass == ClPass::all && warp_all(span == Span::full)) {
-      cl_bwd_walk<true, T, W, N, kRows>(a, seqs, b, d0, t0, channels, x, g, dx, f, xw, sums, all);
-    } else {
-      // The flags of the tile's positions, from one call (a lane whose own tile is full: every
-      // tap), kept in shared memory, a row for each thread: in registers they would cost every
-      // thread of the kernel nine of them.
-      constexpr int kWords = TokenFlags<kRows + W - 1>::kWords;
-      __shared__ uint32_t flag_rows[kClBwdThreads][kWords];  // (kWords odd: no bank conflicts)
-      const TokenFlags<kRows + W - 1> fl = span == Span::full
-                                               ? TokenFlags<kRows + W - 1>::filled(kAllTaps<W>)
-                                               : seqs.template flags_of<W, kRows + W - 1>(b, t0);
-#pragma unroll
-      for (int i = 0; i < kWords; ++i) flag_rows[threadIdx.x][i] = fl.w[i];
-      ch08::SharedFlags cursor{flag_rows[threadIdx.x]};
-      cl_bwd_walk<false, T, W, N, kRows>(a, seqs, b, d0, t0, channels, x, g, dx, f, xw, sums,
-                                         cursor);
-    }
-    // (chapter 10) the initial states' gradient of the sequences that start in this tile
-    if (channels && seqs.owns_edges(t0, kRows, span == Span::full))
-      seqs.template tile_dinit<W, N>(a, b, d0, t0, kRows, span == Span::full);
-  }
+  cl_bwd_walk<T, W, N, kRows>(a, t0, channels, x, g, dx, f, xw, sums);
 
   // The 4 lanes down the time that share these channels add their sums (lane bits 3 and 4 with 8
   // lanes across), then one of them emits the unit's.
@@ -266,26 +175,7 @@ __device__ __forceinline__ void cl_bwd(const BwdArgs<T>& a, const FastDivmod& by
 #pragma unroll
     for (int i = 0; i < N; ++i) emit_sums<W>(a, bu * dim + d0 + i, d0 + i, sums[i]);
 }
-
-template <class T, int W, int N, int kRows, class Seqs = OneSequencePerRow,
-          std::enable_if_t<!Seqs::kPacked, int> = 0>
-__global__ void conv_bwd_cl(BwdArgs<T> a, FastDivmod by_col_blocks, FastDivmod by_units,
-                            Seqs seqs) {
-  cl_bwd<T, W, N, kRows, ClPass::all>(a, by_col_blocks, by_units, seqs);
-}
 // [/docs:ch09_cl_tiled]
-
-// (Chapter 10) the same kernel for packed sequences, held to the occupancy of chapter 09's
-// (ch08::kPackedMinBlocks): every warp (kPass all), or one of the two launches (full, mixed); the
-// launch of the walks with flags to a block more (kClMixedMinBlocks, above).
-template <class T, int W, int N, int kRows, class Seqs, ClPass kPass = ClPass::all,
-          std::enable_if_t<Seqs::kPacked, int> = 0>
-__global__ void __launch_bounds__(kClBwdThreads, kPass == ClPass::mixed ? kClMixedMinBlocks
-                                                                        : ch08::kPackedMinBlocks)
-    conv_bwd_cl(BwdArgs<T> a, FastDivmod by_col_blocks, FastDivmod by_units, Seqs seqs) {
-  cl_bwd<T, W, N, kRows, kPass>(a, by_col_blocks, by_units, seqs);
-}
-
 
 // Rows per lane: the most (of `max_rows`, 32, 16) that still give every multiprocessor 2048 lanes
 // of work; 64 makes the partial sums 1/(4*64) of the tensor. `rows` > 0 asks for one. The chapter
@@ -303,8 +193,7 @@ inline int cl_bwd_rows(int64_t batch, int64_t seqlen, int64_t dim, int access, i
   return 16;
 }
 
-// Units of the deterministic sums along one sequence: 4 tiles each.
-// (At least one: chapter 10's packed sequences of no tokens at all still have gradients to write.)
+// Units of the deterministic sums along one sequence: 4 tiles each (at least one).
 inline int64_t cl_bwd_units(int64_t seqlen, int rows) {
   return std::max<int64_t>(1, ceil_div(seqlen, int64_t(kClLanesDown) * rows));
 }
@@ -331,10 +220,9 @@ int cl_bwd_channels(const BwdArgs<T>& a, int max_access_bytes = 0) {
   return n;
 }
 
-// For the sequences `seqs` (chapter 10 passes packed ones).
-template <class T, class Seqs = OneSequencePerRow>
+template <class T>
 void launch_cl_bwd(const BwdArgs<T>& a, int width, int rows, int max_access_bytes = 0,
-                   cudaStream_t s = 0, KernelFacts* facts = nullptr, const Seqs& seqs = {}) {
+                   cudaStream_t s = 0, KernelFacts* facts = nullptr) {
   const int channels = cl_bwd_channels(a, max_access_bytes);
   auto with_channels = [&](auto access) {
     constexpr int N = decltype(access)::value;
@@ -344,41 +232,12 @@ void launch_cl_bwd(const BwdArgs<T>& a, int width, int rows, int max_access_byte
     const int64_t blocks = ceil_div(a.batch * units * col_blocks * kWarpLanes, kClBwdThreads);
     dispatch_width(width, [&](auto w) {
       constexpr int W = decltype(w)::value;
-      // [docs:ch09_cl_passes]
-      void (*kernel)(BwdArgs<T>, FastDivmod, FastDivmod, Seqs) = nullptr;
-      void (*mixed_kernel)(BwdArgs<T>, FastDivmod, FastDivmod, Seqs) = nullptr;
-      auto pick = [&](auto r) {
-        constexpr int R = decltype(r)::value;
-        if constexpr (!ch08::compiled<Seqs, T, ch08::Family::cl_bwd>(R, N)) {
-        } else if constexpr (Seqs::kMixedApart) {
-          kernel = conv_bwd_cl<T, W, N, R, Seqs, ClPass::full>;
-          mixed_kernel = conv_bwd_cl<T, W, N, R, Seqs, ClPass::mixed>;
-        } else {
-          kernel = conv_bwd_cl<T, W, N, R, Seqs>;
-        }
-      };
-      switch (rows) {
-        case 16: pick(std::integral_constant<int, 16>{}); break;
-        case 32: pick(std::integral_constant<int, 32>{}); break;
-        case 64: pick(std::integral_constant<int, 64>{}); break;
-        default: throw std::invalid_argument("conv_bwd_cl: rows per lane must be 16, 32 or 64");
-      }
-      if (!kernel)
-        throw std::invalid_argument("conv_bwd_cl: not compiled for " + std::to_string(rows) +
-                                    " rows of " + std::to_string(N) + " channels with these sequences");
-      // The warps with flags run beside the full ones, on a stream of their own: they are few and
-      // slow, and alone at the end they would leave most of the GPU idle. The two launches share
-      // no output (each warp writes its own rows of dx and unit of the sums).
-      const SideStream* side = mixed_kernel && !facts ? &side_stream() : nullptr;
-      if (side) {
-        side->fork(s);
-        launch_or_describe("conv_bwd_cl", mixed_kernel, blocks, kClBwdThreads, side->stream,
-                           nullptr, a, by_col_blocks, by_units, seqs);
-      }
+      void (*kernel)(BwdArgs<T>, FastDivmod, FastDivmod) = nullptr;
+      auto pick = [&](auto r) { kernel = conv_bwd_cl<T, W, N, decltype(r)::value>; };
+      if (!ch08::with_rows<16, 32, 64>(rows, pick))
+        throw std::invalid_argument("conv_bwd_cl: rows per lane must be 16, 32 or 64");
       launch_or_describe("conv_bwd_cl", kernel, blocks, kClBwdThreads, s, facts, a, by_col_blocks,
-                         by_units, seqs);
-      if (side) side->join(s);
-      // [/docs:ch09_cl_passes]
+                         by_units);
     });
   };
   switch (channels) {

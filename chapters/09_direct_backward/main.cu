@@ -31,12 +31,7 @@
 #include <vector>
 
 #include "chapters/06_channel_last_backward/backward_problem.h"
-#include "chapters/09_direct_backward/cf_fused.cuh"
-#include "chapters/09_direct_backward/cf_staged.cuh"
-#include "chapters/09_direct_backward/cl_staged.cuh"
-#include "chapters/09_direct_backward/cl_tiled.cuh"
-#include "chapters/09_direct_backward/naive.cuh"
-#include "chapters/09_direct_backward/reduce.cuh"
+#include "chapters/09_direct_backward/kernels.cuh"
 #include "common/buffers.h"
 #include "common/runner.h"
 
@@ -62,11 +57,11 @@ struct Step {
            (atomic ? "_atomic" : "");
   }
   std::string main_kernel() const {
-    return idea == "naive"    ? "conv_bwd_naive_dx"
-           : idea == "staged" ? (layout == Layout::channel_first ? "conv_bwd_cf_staged"
-                                                                 : "conv_bwd_cl_staged")
-           : idea == "fused"  ? "conv_bwd_cf"
-                              : "conv_bwd_cl";
+    return idea == "naive" ? "conv_bwd_naive_dx"
+           : idea == "staged"
+               ? (layout == Layout::channel_first ? "conv_bwd_cf_staged" : "conv_bwd_cl_staged")
+           : idea == "fused" ? "conv_bwd_cf"
+                             : "conv_bwd_cl";
   }
 };
 
@@ -217,8 +212,8 @@ class DirectBackwardChapter : public Chapter {
     choices_.rows = cl_bwd_rows(o.batch, o.seqlen, o.dim, cl_access(), f.dev.sm_count,
                                 static_cast<int>(flags_.rows), dtype_bytes(o.dtype) == 4 ? 64 : 32);
     choices_.staged_rows =
-        cl_staged_bwd_rows(o.batch, o.seqlen, o.dim, 8 / int(dtype_bytes(o.dtype)),
-                           f.dev.sm_count, static_cast<int>(flags_.rows));
+        cl_staged_bwd_rows(o.batch, o.seqlen, o.dim, 8 / int(dtype_bytes(o.dtype)), f.dev.sm_count,
+                           static_cast<int>(flags_.rows));
     std::vector<MeasuredVariant> vs;
     for (const Step& st : steps_) vs.push_back(variant(st));
     return vs;

@@ -1,11 +1,12 @@
-// Chapter 10: a packed backward is chapter 09's kernel with a sequence policy (sequences.cuh): in
-// channel-first rows of a length the vector divides, its staged kernel for the plain form, for
-// rows of one sequence each (RowStatesBwd below) and for rows with seq_idx, with the forward's tap
-// words made before it (RowTapsBwd, span_map.cuh); cf_fused for other channel-first rows (with a
-// span map where the rows' length allows one but the staged kernel is not asked for); channel-last,
-// its staged kernel (cl_staged) where D is a multiple of its 8-byte copy, else cl_tiled. Then chapter 09's reduce_partials for dweight and dbias, summed in a fixed
-// order. What each form hands to the kernel, and the launches; the chapter and its tests both go
-// through here.
+// Chapter 10: a packed backward is a launch of one of chapter 09's kernels as this chapter extends
+// them (direct_backward/) with a sequence policy: channel-first rows of a length the vector divides
+// take the staged kernel (cf_staged), by their states alone (RowStatesBwd below) or, with seq_idx,
+// by the forward's words of taps made before it (RowTapsBwd, tap_words.cuh); other channel-first
+// rows take cf_fused; channel-last, the staged kernel (cl_staged) where D is a multiple of its
+// 8-byte copy, else cl_tiled. Then chapter 09's reduce_partials for dweight and dbias, summed in a
+// fixed order. The plain form is chapter 09's own kernels, the baseline a packed run is measured
+// against. What each form hands to the kernels, and the launches; the chapter and its tests both
+// go through here.
 #pragma once
 
 #include <algorithm>
@@ -15,6 +16,8 @@
 #include "chapters/09_direct_backward/cf_staged.cuh"
 #include "chapters/09_direct_backward/cl_staged.cuh"
 #include "chapters/09_direct_backward/cl_tiled.cuh"
+#include "chapters/09_direct_backward/reduce.cuh"
+#include "chapters/10_packed_sequences/direct_backward/cf_fused.cuh"
 #include "chapters/10_packed_sequences/forward.cuh"
 #include "chapters/10_packed_sequences/sequences.cuh"
 
@@ -27,9 +30,9 @@ struct Backward {
   Form form = Form::plain;
   PackedRows<T> rows{};
   Varlen<T> varlen{};
-  void* span_workspace = nullptr;  // channel-first rows: room for a span map (with_span_map)
-  bool staged = true;     // false: cf_fused even where chapter 09's staged kernel takes the rows
-  int64_t cf_blocks = 0;  // chapter 09's staged kernel: at most this many blocks (0: all)
+  void* words_workspace = nullptr;  // channel-first rows with seq_idx: room for the words of taps
+  bool staged = true;     // false: cf_fused even where the staged kernel takes the rows (tests)
+  int64_t cf_blocks = 0;  // the staged kernel: at most this many blocks (0: all)
 };
 
 // Chapter 09's backward, nothing else.
@@ -81,48 +84,24 @@ Backward<T> varlen_backward(const ch09::BwdArgs<T>& a, const int32_t* cu_seqlens
   return b;
 }
 
-// The rows form with a map of its sequences (span_map.cuh) where it applies: channel-first rows
-// with seq_idx whose length is a (non-zero) multiple of the vector. The staged kernel reads the
-// forward's tap words (uses_tap_words, below), cf_fused a span map (when it runs instead: `staged`
-// off, or rows off 16-byte boundaries). `workspace`: span_map_bytes(B, L) bytes of device memory,
-// room for either, which the backward overwrites (one pass at a time per workspace).
+// The rows form with room for the words of taps (tap_words.cuh), which channel-first rows with
+// seq_idx need where the staged kernel takes them (a length the vector divides). `workspace`:
+// tap_words_bytes(B, L) bytes of device memory, which the backward overwrites (one pass at a time
+// per workspace).
 template <class T>
-Backward<T> with_span_map(Backward<T> b, void* workspace) {
-  b.span_workspace = workspace;
+Backward<T> with_tap_words(Backward<T> b, void* workspace) {
+  b.words_workspace = workspace;
   return b;
-}
-template <class T>
-bool uses_staged(const Backward<T>& b);  // (below)
-template <class T>
-bool uses_span_map(const Backward<T>& b) {
-  return b.form == Form::rows && b.rows.seq_idx && b.layout == Layout::channel_first &&
-         b.span_workspace && b.args.seqlen > 0 && b.args.seqlen % kPer16<T> == 0 && !uses_staged(b);
-}
-template <class T>
-SpanMap span_map_of(const Backward<T>& b) {
-  if (!uses_span_map(b)) return SpanMap{};
-  return span_map_in(b.span_workspace, b.args.batch, b.args.seqlen / kPer16<T>);
-}
-template <class T>
-RowSpansBwd<T> row_spans(const Backward<T>& b) {
-  const SpanMap m = span_map_of(b);
-  RowSpansBwd<T> r;
-  static_cast<PackedRows<T>&>(r) = b.rows;
-  r.spans = m.spans;
-  r.flags = m.flags;
-  r.vectors_per_row = m.vectors_per_row;
-  return r;
 }
 
 // The rows form without seq_idx (one sequence a row, from its initial states, receiving its final
-// states' gradient) as chapter 09's staged kernel takes it: the states by row (cf_staged.cuh's
-// NoRowStates says what it asks), and the initial states' gradient as PackedRows::row_dinit writes
-// it for a row of one sequence at least W-1 long (every output whose window reaches t = 0 reaches
-// the states too), so the same bits.
+// states' gradient) as the staged kernel takes it (direct_backward/cf_staged.cuh says what it
+// asks): the states by row, and the initial states' gradient as PackedRows::row_dinit writes it
+// for a row of one sequence at least W-1 long (every output whose window reaches t = 0 reaches the
+// states too), so the same bits.
 template <class T>
 struct RowStatesBwd {
-  static constexpr bool kRowStates = true, kTapWords = false;
-  static constexpr int kStages = 2;      // (five blocks a multiprocessor instead of four: see docs)
+  static constexpr bool kTapWords = false;
   const T* initial_states = nullptr;     // [B*D, W-1], or nullptr (zeros)
   const float* dfinal_states = nullptr;  // [B*D, W-1], or nullptr
   float* dinitial_states = nullptr;      // [B*D, W-1] out, or nullptr
@@ -145,8 +124,8 @@ struct RowStatesBwd {
 };
 
 // [docs:ch10_row_taps_bwd]
-// Rows with seq_idx on chapter 09's staged kernel: the same states, and the forward's tap words
-// (make_tap_words, in the span map's workspace), a word a vector. From the words the kernel has
+// Rows with seq_idx on the staged kernel: the same states, and the forward's tap words
+// (make_tap_words, in the words' workspace), a word a vector. From the words the kernel has
 // every answer the flags gave cf_fused: which taps of an output count (the state's too), padding
 // (no tap counts), whether an input is one of the final states (tap q+1 of the row's last output),
 // and whether an output sees the initial states (it sees x[0]). So dx and dinitial_states are
@@ -173,14 +152,15 @@ RowStatesBwd<T> row_states(const Backward<T>& b) {
   return r;
 }
 
-// The channel-first convolution a backward runs: chapter 09's staged kernel where it takes the rows
-// (a length the vector divides, on 16-byte boundaries) in the plain form and in the rows form
-// (with seq_idx only where there is a workspace for the words); else cf_fused.
+// The channel-first convolution a backward runs: the staged kernel where it takes the rows (a
+// length the vector divides, on 16-byte boundaries) in the plain form and in the rows form (with
+// seq_idx only where there is a workspace for the words); else cf_fused.
 template <class T>
 bool uses_staged(const Backward<T>& b) {
   return b.staged && b.layout == Layout::channel_first && ch09::bwd_staged_takes(b.args) &&
          b.args.seqlen > 0 &&
-         (b.form == Form::plain || (b.form == Form::rows && (!b.rows.seq_idx || b.span_workspace)));
+         (b.form == Form::plain ||
+          (b.form == Form::rows && (!b.rows.seq_idx || b.words_workspace)));
 }
 template <class T>
 bool uses_tap_words(const Backward<T>& b) {
@@ -190,7 +170,7 @@ template <class T>
 RowTapsBwd<T> row_taps(const Backward<T>& b) {
   RowTapsBwd<T> r;
   static_cast<RowStatesBwd<T>&>(r) = row_states(b);
-  r.words = static_cast<const uint32_t*>(b.span_workspace);
+  r.words = static_cast<const uint32_t*>(b.words_workspace);
   r.vectors_per_row = b.args.seqlen / kPer16<T>;
   return r;
 }
@@ -205,22 +185,22 @@ const char* cf_kernel_name(const Backward<T>& b) {
 }
 
 // Chapter 09's launch choices for this shape: vectors per lane (channel-first), time steps per
-// lane of cl_tiled or per warp of cl_staged (channel-last).
-// (The channel-last access is chapter 09's default where D allows it, else one element: what
-// chapter 10's kernels are compiled for, ch08::compiled. cl_staged's rows: 64 where chapter 09
-// would take 64, else 16, the two compiled.)
+// lane of cl_tiled or per warp of cl_staged (channel-last). (The channel-last access is chapter
+// 09's default where D allows it, else one element: what this chapter's kernels are compiled for,
+// ch10::compiled. cl_staged's rows: 64 where chapter 09 would take 64, else 16, the two compiled.)
 struct BwdChoices {
   int vectors = 1, rows = 16, access_bytes = 0;
-  int staged_rows = 0;  // channel-last: chapter 09's staged kernel, this many rows a warp (0: cl_tiled)
+  int staged_rows =
+      0;  // channel-last: chapter 09's staged kernel, this many rows a warp (0: cl_tiled)
 };
 template <class T>
-BwdChoices backward_choices(const ch09::BwdArgs<T>& a, int sm_count, bool cl_staged = true) {
+BwdChoices backward_choices(const ch09::BwdArgs<T>& a, int sm_count) {
   BwdChoices c;
-  if (cl_staged && ch09::cl_staged_bwd_takes(a))
-    c.staged_rows = ch09::cl_staged_bwd_rows(a.batch, a.seqlen, a.dim, ch09::kClsChannels<T>,
-                                             sm_count) == 64
-                        ? 64
-                        : 16;
+  if (ch09::cl_staged_bwd_takes(a))
+    c.staged_rows =
+        ch09::cl_staged_bwd_rows(a.batch, a.seqlen, a.dim, ch09::kClsChannels<T>, sm_count) == 64
+            ? 64
+            : 16;
   c.vectors = ch09::cf_bwd_vectors(a.seqlen, kPer16<T>);
   c.access_bytes = ch09::cl_bwd_channels(a) == (sizeof(T) == 2 ? 4 : 2) ? 0 : int(sizeof(T));
   c.rows = ch09::cl_bwd_rows(a.batch, a.seqlen, a.dim, ch09::cl_bwd_channels(a, c.access_bytes),
@@ -228,8 +208,8 @@ BwdChoices backward_choices(const ch09::BwdArgs<T>& a, int sm_count, bool cl_sta
   return c;
 }
 
-// The channel-last convolution a backward runs: chapter 09's staged kernel where the choices ask
-// for it and it takes the tensors (D a multiple of its 8-byte copy), else cl_tiled.
+// The channel-last convolution a backward runs: the staged kernel where the choices ask for it and
+// it takes the tensors (D a multiple of its 8-byte copy), else cl_tiled.
 template <class T>
 bool uses_cl_staged(const Backward<T>& b, const BwdChoices& c) {
   return b.layout == Layout::channel_last && c.staged_rows && ch09::cl_staged_bwd_takes(b.args);
@@ -252,9 +232,9 @@ ch09::PartialLayout backward_partials(const Backward<T>& b, int width, const Bwd
     return ch09::cf_bwd_partials(a.batch, a.dim, ch09::cf_bwd_staged_chunks(a.seqlen, kPer16<T>),
                                  width);
   if (b.layout == Layout::channel_first) {
-    const int lanes = b.form == Form::plain ? kWarpLanes : ch09::packed_cf_row_lanes<T>(a.silu);
+    const int lanes = b.form == Form::plain ? kWarpLanes : packed_cf_row_lanes<T>(a.silu);
     return ch09::cf_bwd_partials(a.batch, a.dim,
-                                 ch09::cf_bwd_chunks(a.seqlen, kPer16<T>, c.vectors, lanes), width);
+                                 cf_bwd_chunks(a.seqlen, kPer16<T>, c.vectors, lanes), width);
   }
   return ch09::cl_bwd_partials(a.batch, a.dim, ch09::cl_bwd_units(a.seqlen, c.rows), width);
 }
@@ -262,9 +242,9 @@ inline int64_t partial_floats(const ch09::PartialLayout& l, int64_t dim, int wid
   return l.count1 * l.count2 * dim * (width + 1);
 }
 
-// The kernel of a backward and the span map before it (backward_kernels.cuh), and chapter 09's
-// reduce_partials (reduce.cu):
-// compiled once in the chapter's kernel library, which the chapter and its tests link.
+// The kernel of a backward and the words of taps before it (backward_kernels.cuh): compiled once
+// in the chapter's kernel library, which the chapter and its tests link. (Chapter 09's
+// reduce_partials is in chapter 09's library.)
 template <class T>
 void run_backward(const Backward<T>& b, int width, const BwdChoices& c, cudaStream_t s,
                   KernelFacts* facts);
@@ -275,27 +255,25 @@ extern template void run_backward<__half>(const Backward<__half>&, int, const Bw
 extern template void run_backward<__nv_bfloat16>(const Backward<__nv_bfloat16>&, int,
                                                  const BwdChoices&, cudaStream_t, KernelFacts*);
 template <class T>
-void run_span_map(const Backward<T>& b, int width, cudaStream_t s);
-extern template void run_span_map<float>(const Backward<float>&, int, cudaStream_t);
-extern template void run_span_map<__half>(const Backward<__half>&, int, cudaStream_t);
-extern template void run_span_map<__nv_bfloat16>(const Backward<__nv_bfloat16>&, int, cudaStream_t);
-void run_reduce(const float* partials, const ch09::PartialLayout& l, int64_t dim, int width,
-                float* dweight, float* dbias, cudaStream_t s);
+void run_tap_words(const Backward<T>& b, int width, cudaStream_t s);
+extern template void run_tap_words<float>(const Backward<float>&, int, cudaStream_t);
+extern template void run_tap_words<__half>(const Backward<__half>&, int, cudaStream_t);
+extern template void run_tap_words<__nv_bfloat16>(const Backward<__nv_bfloat16>&, int,
+                                                  cudaStream_t);
 
 // The launches, each through record(name, launch); with `facts`, only describes the kernel.
 template <class T, class Record>
 void launch_backward(const Backward<T>& b, int width, const BwdChoices& c, Record&& record,
                      cudaStream_t s = 0, KernelFacts* facts = nullptr) {
   if (facts) return run_backward(b, width, c, s, facts);
-  if (uses_span_map(b)) record("make_span_map", [&] { run_span_map(b, width, s); });
   record(kernel_name(b, c), [&] {
-    if (uses_tap_words(b)) run_span_map(b, width, s);  // (the words: kWordsAndBackward)
+    if (uses_tap_words(b)) run_tap_words(b, width, s);  // (the words: kWordsAndBackward)
     run_backward(b, width, c, s, nullptr);
   });
   if (b.args.atomic) return;
   record("reduce_partials", [&] {
-    run_reduce(b.args.partials, backward_partials(b, width, c), b.args.dim, width, b.args.dweight,
-               b.args.dbias, s);
+    ch09::launch_reduce_partials(b.args.partials, backward_partials(b, width, c), b.args.dim, width,
+                                 b.args.dweight, b.args.dbias, s);
   });
 }
 

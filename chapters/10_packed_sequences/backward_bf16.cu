@@ -2,7 +2,7 @@
 #include "chapters/10_packed_sequences/backward_kernels.cuh"
 
 namespace conv1d::ch10 {
-template void run_backward<__nv_bfloat16>(const Backward<__nv_bfloat16>&, int, const BwdChoices&, cudaStream_t,
-                               KernelFacts*);
-template void run_span_map<__nv_bfloat16>(const Backward<__nv_bfloat16>&, int, cudaStream_t);
+template void run_backward<__nv_bfloat16>(const Backward<__nv_bfloat16>&, int, const BwdChoices&,
+                                          cudaStream_t, KernelFacts*);
+template void run_tap_words<__nv_bfloat16>(const Backward<__nv_bfloat16>&, int, cudaStream_t);
 }  // namespace conv1d::ch10

@@ -3,6 +3,6 @@
 
 namespace conv1d::ch10 {
 template void run_backward<__half>(const Backward<__half>&, int, const BwdChoices&, cudaStream_t,
-                               KernelFacts*);
-template void run_span_map<__half>(const Backward<__half>&, int, cudaStream_t);
+                                   KernelFacts*);
+template void run_tap_words<__half>(const Backward<__half>&, int, cudaStream_t);
 }  // namespace conv1d::ch10

@@ -3,6 +3,6 @@
 
 namespace conv1d::ch10 {
 template void run_backward<float>(const Backward<float>&, int, const BwdChoices&, cudaStream_t,
-                               KernelFacts*);
-template void run_span_map<float>(const Backward<float>&, int, cudaStream_t);
+                                  KernelFacts*);
+template void run_tap_words<float>(const Backward<float>&, int, cudaStream_t);
 }  // namespace conv1d::ch10

@@ -1,18 +1,18 @@
-// Chapter 10: the channel-first rows form's second kernel where no span map is made. Chapter 08's
-// channel-first kernels (cf_staged here), given packed rows, leave two kinds of vector alone
-// (ch08::cf_left_to_policy): a row's first vector, whose taps reach into the initial states, and a
-// vector across the end of a row. Their work — the state, the final states, each element's own
-// flags and filter — is rare (one vector in L/8, bf16) but heavy, and inside the convolution it
-// cost every thread of it registers even where it never ran: twice chapter 08's, half the warps a
-// multiprocessor holds, 2.8 times the time (docs/10_packed_sequences.md). Here it is a kernel of
-// its own, a thread per row (b, d), which computes exactly those outputs and writes the row's
-// final states.
+// Chapter 10: the channel-first rows form's second kernel where the rows' length is not a multiple
+// of the vector. The chunked kernel (direct_forward/cf_chunked.cuh), given packed rows, leaves two
+// kinds of vector alone (cf_left_to_policy): a row's first vector, whose taps reach into the
+// initial states, and a vector across the end of a row. Their work (the state, the final states,
+// each element's own flags and filter) is rare (one vector in L/8, bf16) but heavy, and inside the
+// convolution it cost every thread of it registers even where it never ran: twice chapter 08's,
+// half the warps a multiprocessor holds, 2.8 times the time (docs/10_packed_sequences.md). Here
+// it is a kernel of its own, a thread per row (b, d), which computes exactly those outputs and
+// writes the row's final states.
 //
 // It reads x, the ids and the states, none of which the convolution writes, and it writes outputs
 // the convolution does not: the two kernels could run in either order.
 #pragma once
 
-#include "chapters/08_direct_forward/direct_common.cuh"
+#include "chapters/10_packed_sequences/direct_forward/cf_chunked.cuh"
 #include "chapters/10_packed_sequences/sequences.cuh"
 #include "common/launch.cuh"
 
@@ -24,7 +24,7 @@ template <int W, int kPer>
 __host__ __device__ inline bool left_by_convolution(int64_t row, int64_t t, int64_t seqlen) {
   const int64_t e = row * seqlen + t;
   const int64_t t0 = e - e % kPer - row * seqlen;  // where its vector begins, in this row
-  return t0 < 0 || ch08::cf_left_to_policy<W, kPer>(t0, seqlen);
+  return t0 < 0 || cf_left_to_policy<W, kPer>(t0, seqlen);
 }
 
 // The outputs of a row that the convolution left: its head [0, head), up to the first vector the
@@ -42,13 +42,13 @@ __host__ __device__ inline RowEdges row_edges(int64_t row, int64_t seqlen) {
 
 // [docs:ch10_cf_row_edges]
 template <class T, int W>
-__global__ void cf_row_edges(ch08::DirectArgs<T> a, PackedRows<T> seqs) {
+__global__ void cf_row_edges(DirectArgs<T> a, PackedRows<T> seqs) {
   constexpr int kPer = kPer16<T>;
   const int64_t row = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;  // b * D + d
   if (row >= a.batch * a.dim) return;
   const int64_t b = row / a.dim, d = row - b * a.dim, len = a.seqlen;
   const T* x = a.x + row * len;
-  const Filter<W> f = ch08::load_filter<W>(a, d);
+  const Filter<W> f = load_filter<W>(a, d);
 
   // Output t by its flags: the taps in t's sequence, and for the first W-1 outputs of a row that
   // continues its initial states, the states (kEdge).
@@ -67,7 +67,7 @@ __global__ void cf_row_edges(ch08::DirectArgs<T> a, PackedRows<T> seqs) {
 constexpr int kRowEdgesThreads = 128;
 
 template <class T>
-void launch_cf_row_edges(const ch08::DirectArgs<T>& a, int width, const PackedRows<T>& seqs,
+void launch_cf_row_edges(const DirectArgs<T>& a, int width, const PackedRows<T>& seqs,
                          cudaStream_t s = 0) {
   const int64_t rows = a.batch * a.dim;
   if (rows == 0) return;

@@ -4,6 +4,6 @@
 namespace conv1d::ch10 {
 template void run_forward<__nv_bfloat16>(const Forward<__nv_bfloat16>&, int, int, int, cudaStream_t,
                                          KernelFacts*);
-template void run_span_map<__nv_bfloat16>(const Forward<__nv_bfloat16>&, int, cudaStream_t);
+template void run_tap_words<__nv_bfloat16>(const Forward<__nv_bfloat16>&, int, cudaStream_t);
 template void run_row_edges<__nv_bfloat16>(const Forward<__nv_bfloat16>&, int, cudaStream_t);
 }  // namespace conv1d::ch10

@@ -4,6 +4,6 @@
 namespace conv1d::ch10 {
 template void run_forward<__half>(const Forward<__half>&, int, int, int, cudaStream_t,
                                   KernelFacts*);
-template void run_span_map<__half>(const Forward<__half>&, int, cudaStream_t);
+template void run_tap_words<__half>(const Forward<__half>&, int, cudaStream_t);
 template void run_row_edges<__half>(const Forward<__half>&, int, cudaStream_t);
 }  // namespace conv1d::ch10

@@ -3,6 +3,6 @@
 
 namespace conv1d::ch10 {
 template void run_forward<float>(const Forward<float>&, int, int, int, cudaStream_t, KernelFacts*);
-template void run_span_map<float>(const Forward<float>&, int, cudaStream_t);
+template void run_tap_words<float>(const Forward<float>&, int, cudaStream_t);
 template void run_row_edges<float>(const Forward<float>&, int, cudaStream_t);
 }  // namespace conv1d::ch10

@@ -1,7 +1,7 @@
 // Chapter 10 - packed sequences and state passing. See docs/10_packed_sequences.md.
 //
-// Chapter 08's forward and chapter 09's backward kernels, taught to run the convolution the way
-// models feed it:
+// Chapter 08's forward and chapter 09's backward kernels, extended (direct_forward/,
+// direct_backward/) to run the convolution the way models feed it:
 //
 //   rows    several documents packed into each row of [B, D, L] or [B, L, D], told apart by seq_idx
 //           (--seq-lens), a row continuing from initial states (--initial-states) and handing its
@@ -9,20 +9,19 @@
 //   varlen  channel-last tokens [total, D] of N sequences of any length (cu_seqlens), each starting
 //           from its own row of a state cache (or from zeros) and writing its final state back.
 //
-// Both are the same kernels with a sequence policy (sequences.cuh): they ask it, once per tile or
-// vector, whether every output there counts all its taps (almost everywhere: the plain path), and
-// only near a sequence's edges do they look at each position. A packed forward is one launch: where
-// the rows' length is a multiple of the vector, chapter 08's staged kernel with a span map made
-// once per batch row before it (span_map.cuh: which taps of each vector's outputs count), which
-// takes the rows' first vectors and final states too; elsewhere chapter 08's chunked kernel and a
-// second, small launch for each row's first outputs and final states (cf_row_edges.cuh). A packed backward is the kernel and chapter 09's fixed-order sum
-// of the weight gradients, with the states' gradients (dinitial_states, and dfinal_states coming
-// back in) handled by the same launch. In channel-first rows of a length the vector divides, the
-// backward takes chapter 09's staged kernel, as the plain backward does: rows without seq_idx (one
-// sequence a row, states or not) by their states alone, rows with seq_idx with the forward's words
-// of taps made before it (--span-map off: cf_fused, which reads the ids itself). Channel-last, both
-// forms take chapter 09's staged backward (cl_staged; --cl-backward tiled: cl_tiled).
-// Chapter 08's and 09's kernels on the same x without packing (*_plain) measure what it costs. As in
+// Both are the same kernels with a sequence policy (policy.cuh, sequences.cuh): they ask it, once
+// per tile or vector, whether every output there counts all its taps (almost everywhere: chapter
+// 08's or 09's code), and only near a sequence's edges do they look at each position. A packed
+// forward is one launch: where the rows' length is a multiple of the vector, the staged kernel,
+// behind a small kernel that makes the words of taps (tap_words.cuh: which taps of each vector's
+// outputs count, once per batch row), which takes the rows' first vectors and final states too;
+// elsewhere the chunked kernel and a second, small launch for each row's first outputs and final
+// states (cf_row_edges.cuh). A packed backward is the kernel and chapter 09's fixed-order sum of
+// the weight gradients, with the states' gradients (dinitial_states, and dfinal_states coming back
+// in) handled by the same launch: channel-first, the staged kernel where the rows' length is a
+// multiple of the vector (with the forward's words of taps for rows with seq_idx), else cf_fused;
+// channel-last, the staged kernel where D is a multiple of its copy, else cl_tiled. Chapter 08's
+// and 09's own kernels on the same x without packing (*_plain) measure what it costs. As in
 // chapters 08 and 09 the tensors stay on the device and a timed run is the kernels alone.
 #include <algorithm>
 #include <cmath>
@@ -49,9 +48,6 @@ struct Flags {
   std::string seq_lens = "random:8";
   bool initial_states = false;
   int64_t chunks = 1;
-  std::string span_map = "on";
-  std::string cl_forward = "staged";
-  std::string cl_backward = "staged";
 };
 
 // One measured variant.
@@ -84,17 +80,18 @@ class PackedChapter : public Chapter {
   PackedChapter() : Chapter(chapter_spec()) {}
 
   std::vector<ExtraFlag> flags(Options*) override {
-    ExtraFlag lens{"--seq-lens",
-                   "sequence lengths: random:N (N random lengths, 0 and 1 among them, filling each "
-                   "row of L; varlen: filling the B*L tokens), a list a,b,c (rows: per row, the "
-                   "rest is padding; varlen: summing to B*L) or none (one sequence per row; the rows "
-                   "form only) (default random:8)",
-                   true, [this](const std::string& v) {
-                     flags_.seq_lens = v;
-                     if (v == "none") return std::string();
-                     std::vector<int64_t> lens;
-                     return parse_seq_lens(v, int64_t(1) << 40, 0, false, &lens);
-                   }};
+    ExtraFlag lens{
+        "--seq-lens",
+        "sequence lengths: random:N (N random lengths, 0 and 1 among them, filling each "
+        "row of L; varlen: filling the B*L tokens), a list a,b,c (rows: per row, the "
+        "rest is padding; varlen: summing to B*L) or none (one sequence per row; the rows "
+        "form only) (default random:8)",
+        true, [this](const std::string& v) {
+          flags_.seq_lens = v;
+          if (v == "none") return std::string();
+          std::vector<int64_t> lens;
+          return parse_seq_lens(v, int64_t(1) << 40, 0, false, &lens);
+        }};
     return {
         choice_flag("--form", &flags_.form, {"rows", "varlen", "both"},
                     "rows (seq_idx over [B, D, L] or [B, L, D]), varlen (cu_seqlens over the B*L "
@@ -111,23 +108,7 @@ class PackedChapter : public Chapter {
         int_flag("--chunks", &flags_.chunks, 1, 64,
                  "also run the rows form as K chunks that pass their states on (the backward "
                  "passes their gradients back), and check it against the one-pass run bit for bit "
-                 "(needs --seq-lens none; default 1)"),
-        choice_flag("--span-map", &flags_.span_map, {"on", "off"},
-                    "channel-first rows whose length is a multiple of the vector: decide which "
-                    "taps of each vector's outputs count once per batch row, before the "
-                    "convolution (on: default; the forward and the backward of rows with seq_idx "
-                    "then take chapters 08's and 09's staged kernels), or in the convolution, by "
-                    "every channel (off: chapter 08's chunked kernel and chapter 09's cf_fused). "
-                    "(The backward of rows without seq_idx takes chapter 09's staged kernel, "
-                    "which needs no map, either way.)"),
-        choice_flag("--cl-forward", &flags_.cl_forward, {"staged", "tiled"},
-                    "the channel-last forward's kernel (both forms, and the plain baseline): "
-                    "chapter 08's staged kernel (default; 16-bit types, D a multiple of 8; fp32 "
-                    "and other D take the tiled one) or its tiled kernel"),
-        choice_flag("--cl-backward", &flags_.cl_backward, {"staged", "tiled"},
-                    "the channel-last backward's kernel (both forms, and the plain baseline): "
-                    "chapter 09's staged kernel (default; D a multiple of 4 in 16-bit types, of 2 "
-                    "in fp32; other D take the tiled one) or its tiled kernel")};
+                 "(needs --seq-lens none; default 1)")};
   }
 
   std::string check(const Options& o) override {
@@ -169,7 +150,8 @@ class PackedChapter : public Chapter {
   MemoryNeed memory(const Frame& f) override {
     const Options& o = f.opt;
     const int64_t n = o.batch * o.dim * o.seqlen, e = dtype_bytes(o.dtype);
-    const int64_t layouts = (uses(Layout::channel_first) ? 1 : 0) + (uses(Layout::channel_last) ? 1 : 0);
+    const int64_t layouts =
+        (uses(Layout::channel_first) ? 1 : 0) + (uses(Layout::channel_last) ? 1 : 0);
     const int64_t dirs = (forward() ? 1 : 0) + (backward() ? 1 : 0);
     const int64_t chunk_copies = flags_.chunks > 1 ? 2 : 1;  // the pieces hold a second copy
     // States: rows' initial and final, the cache twice, and their fp32 gradients; per chunk too.
@@ -215,8 +197,8 @@ class PackedChapter : public Chapter {
     upload();
     sm_count_ = f.dev.sm_count;
     const Options& o = opt_;
-    vectors_ = ch08::chunked_vectors(ceil_div(o.batch * o.dim * o.seqlen, 16 / dtype_bytes(o.dtype)),
-                                     f.dev.sm_count);
+    vectors_ = ch08::chunked_vectors(
+        ceil_div(o.batch * o.dim * o.seqlen, 16 / dtype_bytes(o.dtype)), f.dev.sm_count);
     std::vector<MeasuredVariant> vs;
     for (const Step& st : steps_) vs.push_back(variant(st));
     return vs;
@@ -256,8 +238,8 @@ class PackedChapter : public Chapter {
 
   // Device tensors of one layout; the chunks' own with --chunks.
   struct Chunk {
-    DeviceBuffer x, out, states;                    // forward: its x, out, final states
-    DeviceBuffer dout, dx, init, dinit, dw, db;     // backward
+    DeviceBuffer x, out, states;                 // forward: its x, out, final states
+    DeviceBuffer dout, dx, init, dinit, dw, db;  // backward
   };
   struct Tensors {
     DeviceBuffer x, out, dout, dx;
@@ -277,7 +259,7 @@ class PackedChapter : public Chapter {
   template <class T>
   Forward<T> plan(const Step& st, int64_t chunk = -1);
   template <class T>
-  Forward<T> plan_conv(const Step& st, int64_t chunk, ch08::DirectArgs<T> a, const T* init);
+  Forward<T> plan_conv(const Step& st, int64_t chunk, DirectArgs<T> a, const T* init);
   template <class T>
   Backward<T> plan_backward(const Step& st, int64_t chunk = -1);
   void launch(const Step& st, RunContext* ctx, KernelFacts* facts);
@@ -291,7 +273,7 @@ class PackedChapter : public Chapter {
   std::vector<Step> steps_;
   Options opt_;
   Packed pk_;
-  DeviceBuffer weight_, bias_, init_, final_, seq_idx_, cu_, slots_, cache_, cache0_, spans_;
+  DeviceBuffer weight_, bias_, init_, final_, seq_idx_, cu_, slots_, cache_, cache0_, words_;
   DeviceBuffer dfinal_rows_, dinit_, dfinal_cache_, dstates_, dstates0_, partials_, dweight_,
       dbias_;
   Tensors first_, last_;
@@ -320,31 +302,79 @@ void to_host(HostArray& h, const DeviceBuffer& d) {
   GPU_CHECK(cudaMemcpy(h.data(), d.get(), h.bytes(), cudaMemcpyDeviceToHost));
 }
 
+// Everything a run starts from, and the fp64 references of everything it computes, for NumPy:
+// the rows form's inputs and references ([B, D, L], states [B, D, W-1]), the plain problem's
+// references (chapters 08's and 09's, for the *_plain variants), and the varlen form's tokens
+// ([B*L, D]), cu_seqlens, cache-row indices, the cache as a run finds it and its references. Each
+// variant then writes its own outputs (MeasuredVariant::save_npy, below).
 void PackedChapter::save_inputs(const std::string& dir) {
   const Options& o = opt_;
-  const std::vector<int64_t> bdl{o.batch, o.dim, o.seqlen}, states{o.batch, o.dim, o.width - 1};
-  write_npy(dir + "/x.npy", pk_.in.x, bdl);
-  write_npy(dir + "/weight.npy", pk_.in.weight, {o.dim, o.width});
-  if (o.bias) write_npy(dir + "/bias.npy", pk_.in.bias, {o.dim});
-  if (backward()) write_npy(dir + "/dout.npy", pk_.dout, bdl);
-  if (rows()) {  // the rows form's inputs beside x, and its references
+  const int64_t S = o.width - 1, tokens = o.batch * o.seqlen;
+  const std::vector<int64_t> bdl{o.batch, o.dim, o.seqlen}, states{o.batch, o.dim, S},
+      td{tokens, o.dim}, dw{o.dim, o.width}, d{o.dim};
+  std::vector<std::string> written;
+  auto put = [&](const std::string& name, auto&& write) {
+    write(dir + "/" + name + ".npy");
+    written.push_back(name);
+  };
+  put("x", [&](const std::string& f) { write_npy(f, pk_.in.x, bdl); });
+  put("weight", [&](const std::string& f) { write_npy(f, pk_.in.weight, dw); });
+  if (o.bias) put("bias", [&](const std::string& f) { write_npy(f, pk_.in.bias, d); });
+  if (backward()) put("dout", [&](const std::string& f) { write_npy(f, pk_.dout, bdl); });
+  auto grads = [&](const std::string& tag, const GradRef& g, const std::vector<int64_t>& dx_dims) {
+    put("dx" + tag + "_reference", [&](const std::string& f) { write_npy(f, g.dx, dx_dims); });
+    put("dweight" + tag + "_reference", [&](const std::string& f) { write_npy(f, g.dweight, dw); });
+    put("dbias" + tag + "_reference", [&](const std::string& f) { write_npy(f, g.dbias, d); });
+  };
+  if (rows()) {
     if (!pk_.seq_idx.empty())
-      write_npy(dir + "/seq_idx.npy", pk_.seq_idx.data(), "<i4", {o.batch, o.seqlen});
-    if (pk_.init.size() > 0) write_npy(dir + "/initial_states.npy", pk_.init, states);
+      put("seq_idx", [&](const std::string& f) {
+        write_npy(f, pk_.seq_idx.data(), "<i4", {o.batch, o.seqlen});
+      });
+    if (pk_.init.size() > 0)
+      put("initial_states", [&](const std::string& f) { write_npy(f, pk_.init, states); });
     if (forward()) {
-      write_npy(dir + "/reference.npy", pk_.ref_rows, bdl);
-      write_npy(dir + "/final_states_reference.npy", pk_.ref_final, states);
+      put("reference", [&](const std::string& f) { write_npy(f, pk_.ref_rows, bdl); });
+      put("final_states_reference",
+          [&](const std::string& f) { write_npy(f, pk_.ref_final, states); });
+      put("reference_plain", [&](const std::string& f) { write_npy(f, pk_.ref_plain, bdl); });
     }
     if (backward()) {
-      write_npy(dir + "/dfinal_states.npy", pk_.dfinal_rows.data(), "<f4", states);
-      write_npy(dir + "/dx_reference.npy", pk_.grad_rows.dx, bdl);
-      write_npy(dir + "/dinitial_states_reference.npy", pk_.grad_rows.dstates, states);
+      put("dfinal_states",
+          [&](const std::string& f) { write_npy(f, pk_.dfinal_rows.data(), "<f4", states); });
+      grads("", pk_.grad_rows, bdl);
+      put("dinitial_states_reference",
+          [&](const std::string& f) { write_npy(f, pk_.grad_rows.dstates, states); });
+      grads("_plain", pk_.grad_plain, bdl);
     }
   }
-  std::printf("wrote x, weight%s%s%s as .npy files to %s\n", o.bias ? ", bias" : "",
-              backward() ? ", dout" : "",
-              rows() ? ", seq_idx, the states and the rows form's references ([B, D, L])" : "",
-              dir.c_str());
+  if (varlen()) {
+    const int64_t rows_in_cache = int64_t(pk_.cache.size()) / (o.dim * S);
+    const std::vector<int64_t> cache{rows_in_cache, o.dim, S};
+    put("x_tokens", [&](const std::string& f) { write_npy(f, pk_.x_last, td); });
+    put("cu_seqlens", [&](const std::string& f) {
+      write_npy(f, pk_.cu_seqlens.data(), "<i4", {int64_t(pk_.cu_seqlens.size())});
+    });
+    put("state_indices", [&](const std::string& f) {
+      write_npy(f, pk_.slots.data(), "<i4", {int64_t(pk_.slots.size())});
+    });
+    put("cache", [&](const std::string& f) { write_npy(f, pk_.cache, cache); });
+    if (forward()) {
+      put("reference_varlen", [&](const std::string& f) { write_npy(f, pk_.ref_varlen, td); });
+      put("cache_reference", [&](const std::string& f) { write_npy(f, pk_.ref_cache, cache); });
+    }
+    if (backward()) {
+      put("dout_tokens", [&](const std::string& f) { write_npy(f, pk_.dout_last, td); });
+      put("dfinal_cache",
+          [&](const std::string& f) { write_npy(f, pk_.dfinal_cache.data(), "<f4", cache); });
+      grads("_varlen", pk_.grad_varlen, td);
+      put("dstates_reference",
+          [&](const std::string& f) { write_npy(f, pk_.grad_varlen.dstates, cache); });
+    }
+  }
+  std::string list;
+  for (const std::string& n : written) list += (list.empty() ? "" : ", ") + n;
+  std::printf("wrote %s (.npy) to %s\n", list.c_str(), dir.c_str());
 }
 
 void PackedChapter::upload() {
@@ -355,8 +385,8 @@ void PackedChapter::upload() {
   init_ = to_device(pk_.init);
   final_ = DeviceBuffer(size_t(states * dtype_bytes(o.dtype)));
   seq_idx_ = to_device(pk_.seq_idx);
-  if (flags_.span_map == "on" && rows() && wants(Layout::channel_first))
-    spans_ = DeviceBuffer(span_map_bytes(o.batch, o.seqlen));
+  if (rows() && wants(Layout::channel_first) && !pk_.seq_idx.empty())
+    words_ = DeviceBuffer(tap_words_bytes(o.batch, o.seqlen));
   dweight_ = DeviceBuffer(size_t(o.dim * o.width) * sizeof(float));
   dbias_ = DeviceBuffer(size_t(o.dim) * sizeof(float));
   if (backward()) {
@@ -416,35 +446,37 @@ template <class T>
 Forward<T> PackedChapter::plan(const Step& st, int64_t chunk) {
   const Options& o = opt_;
   Tensors& t = tensors(st.layout);
-  ch08::DirectArgs<T> a{t.x.get<const T>(), weight_.get<const T>(),
-                        o.bias ? bias_.get<const T>() : nullptr, t.out.get<T>(), o.batch, o.dim,
-                        o.seqlen, o.silu};
+  DirectArgs<T> a{t.x.get<const T>(),
+                  weight_.get<const T>(),
+                  o.bias ? bias_.get<const T>() : nullptr,
+                  t.out.get<T>(),
+                  o.batch,
+                  o.dim,
+                  o.seqlen,
+                  o.silu};
   const T* init = pk_.init.empty() ? nullptr : init_.get<const T>();
   Forward<T> f = plan_conv(st, chunk, a, init);
-  if (f.layout == Layout::channel_last && flags_.cl_forward == "staged")
-    f.cl_staged_rows = staged_rows(f.conv, sm_count_);
+  if (f.layout == Layout::channel_last) f.cl_staged_rows = staged_rows(f.conv, sm_count_);
   return f;
 }
 
 // The forward of one step before its channel-last kernel is chosen.
 template <class T>
-Forward<T> PackedChapter::plan_conv(const Step& st, int64_t chunk, ch08::DirectArgs<T> a,
-                                    const T* init) {
+Forward<T> PackedChapter::plan_conv(const Step& st, int64_t chunk, DirectArgs<T> a, const T* init) {
   const Options& o = opt_;
   Tensors& t = tensors(st.layout);
   switch (st.kind) {
-    case Step::plain:
-      return plain_forward(a, st.layout);
+    case Step::plain: return plain_forward(a, st.layout);
     case Step::varlen:  // B = 1, L = every token
       a.batch = 1;
       a.seqlen = o.batch * o.seqlen;
       return varlen_forward(a, cu_.get<const int32_t>(), static_cast<int32_t>(pk_.lens.size()),
                             slots_.get<const int32_t>(), cache_.get<T>(), flags_.initial_states);
     case Step::packed:
-      return with_span_map(
+      return with_tap_words(
           rows_forward(a, st.layout, pk_.seq_idx.empty() ? nullptr : seq_idx_.get<const int32_t>(),
                        init, final_.get<T>()),
-          spans_.get());
+          words_.get());
     case Step::chunks:
     default: {  // chunk k: its own x and out, the final states of chunk k-1 (the first: the initial)
       Chunk& c = t.chunks[chunk];
@@ -452,8 +484,8 @@ Forward<T> PackedChapter::plan_conv(const Step& st, int64_t chunk, ch08::DirectA
       a.out = c.out.get<T>();
       a.seqlen = pk_.chunk_lens[chunk];
       const T* from = chunk > 0 ? t.chunks[chunk - 1].states.get<const T>() : init;
-      return with_span_map(rows_forward(a, st.layout, nullptr, from, c.states.get<T>()),
-                           spans_.get());
+      return with_tap_words(rows_forward(a, st.layout, nullptr, from, c.states.get<T>()),
+                            words_.get());
     }
   }
 }
@@ -464,17 +496,22 @@ template <class T>
 Backward<T> PackedChapter::plan_backward(const Step& st, int64_t chunk) {
   const Options& o = opt_;
   Tensors& t = tensors(st.layout);
-  ch09::BwdArgs<T> a{t.x.get<const T>(),     t.dout.get<const T>(),
-                     weight_.get<const T>(), o.bias ? bias_.get<const T>() : nullptr,
-                     t.dx.get<T>(),          partials_.get<float>(),
-                     dweight_.get<float>(),  dbias_.get<float>(),
-                     o.batch,                o.dim,
-                     o.seqlen,               o.silu,
+  ch09::BwdArgs<T> a{t.x.get<const T>(),
+                     t.dout.get<const T>(),
+                     weight_.get<const T>(),
+                     o.bias ? bias_.get<const T>() : nullptr,
+                     t.dx.get<T>(),
+                     partials_.get<float>(),
+                     dweight_.get<float>(),
+                     dbias_.get<float>(),
+                     o.batch,
+                     o.dim,
+                     o.seqlen,
+                     o.silu,
                      false};
   const T* init = pk_.init.empty() ? nullptr : init_.get<const T>();
   switch (st.kind) {
-    case Step::plain:
-      return plain_backward(a, st.layout);
+    case Step::plain: return plain_backward(a, st.layout);
     case Step::varlen:
       a.batch = 1;
       a.seqlen = o.batch * o.seqlen;
@@ -483,10 +520,10 @@ Backward<T> PackedChapter::plan_backward(const Step& st, int64_t chunk) {
                              flags_.initial_states, dfinal_cache_.get<const float>(),
                              dstates_.get<float>());
     case Step::packed:
-      return with_span_map(
+      return with_tap_words(
           rows_backward(a, st.layout, pk_.seq_idx.empty() ? nullptr : seq_idx_.get<const int32_t>(),
                         init, dfinal_rows_.get<const float>(), dinit_.get<float>()),
-          spans_.get());
+          words_.get());
     case Step::chunks:
     default: {
       Chunk& c = t.chunks[chunk];
@@ -497,11 +534,11 @@ Backward<T> PackedChapter::plan_backward(const Step& st, int64_t chunk) {
       a.dbias = c.db.get<float>();
       a.seqlen = pk_.chunk_lens[chunk];
       const bool last = chunk + 1 == int64_t(t.chunks.size());
-      // (Chunks run without seq_idx: chapter 09's staged kernel or cf_fused, no span map.)
-      return rows_backward(a, st.layout, nullptr, c.init.get<const T>(),
-                           last ? dfinal_rows_.get<const float>()
-                                : t.chunks[chunk + 1].dinit.get<const float>(),
-                           c.dinit.get<float>());
+      // (Chunks run without seq_idx: the staged kernel or cf_fused, no words.)
+      return rows_backward(
+          a, st.layout, nullptr, c.init.get<const T>(),
+          last ? dfinal_rows_.get<const float>() : t.chunks[chunk + 1].dinit.get<const float>(),
+          c.dinit.get<float>());
     }
   }
 }
@@ -521,7 +558,7 @@ void PackedChapter::launch(const Step& st, RunContext* ctx, KernelFacts* facts) 
         launch_forward(f, opt_.width, vectors_, tiled_rows(f.conv, sm_count_), record, 0, facts);
       } else {
         const Backward<T> b = plan_backward<T>(st, k);
-        launch_backward(b, opt_.width, backward_choices(b.args, sm_count_, flags_.cl_backward == "staged"), record, 0, facts);
+        launch_backward(b, opt_.width, backward_choices(b.args, sm_count_), record, 0, facts);
       }
       if (facts) return;
     }
@@ -608,14 +645,14 @@ CheckResult PackedChapter::check_forward(const Step& st, Results& r) {
   if (st.kind == Step::plain) return combine({verify("out", out, pk_.ref_plain, tol, bdl)});
   if (st.kind == Step::varlen) {
     // The states are copies of inputs: exact. Rows no sequence writes must be untouched.
-    return combine({verify("out", out, pk_.ref_varlen, tol, {o.batch * o.seqlen, o.dim}),
-                    verify("state cache", r.cache, pk_.ref_cache, Tolerance{0, 0},
-                           {int64_t(pk_.ref_cache.size()) / (o.dim * (o.width - 1)), o.dim,
-                            o.width - 1})});
+    return combine(
+        {verify("out", out, pk_.ref_varlen, tol, {o.batch * o.seqlen, o.dim}),
+         verify("state cache", r.cache, pk_.ref_cache, Tolerance{0, 0},
+                {int64_t(pk_.ref_cache.size()) / (o.dim * (o.width - 1)), o.dim, o.width - 1})});
   }
-  const CheckResult c = combine({verify("out", out, pk_.ref_rows, tol, bdl),
-                                 verify("final_states", r.final_states, pk_.ref_final,
-                                        Tolerance{0, 0}, states)});
+  const CheckResult c =
+      combine({verify("out", out, pk_.ref_rows, tol, bdl),
+               verify("final_states", r.final_states, pk_.ref_final, Tolerance{0, 0}, states)});
   const int li = st.layout == Layout::channel_first ? 0 : 1;
   if (st.kind == Step::packed) return c;
   // The point of the chunks: the same bits as one pass (the same arithmetic for every output).
@@ -631,23 +668,24 @@ CheckResult PackedChapter::check_forward(const Step& st, Results& r) {
 CheckResult PackedChapter::check_backward(const Step& st, Results& r) {
   const Options& o = opt_;
   const bool var = st.kind == Step::varlen;
-  const GradRef& g = st.kind == Step::plain ? pk_.grad_plain : var ? pk_.grad_varlen : pk_.grad_rows;
+  const GradRef& g = st.kind == Step::plain ? pk_.grad_plain
+                     : var                  ? pk_.grad_varlen
+                                            : pk_.grad_rows;
   const std::vector<int64_t> dims = var ? std::vector<int64_t>{o.batch * o.seqlen, o.dim}
                                         : std::vector<int64_t>{o.batch, o.dim, o.seqlen};
-  const HostArray dx = st.layout == Layout::channel_first || var
-                           ? r.dx
-                           : transposed(r.dx, o.batch, o.seqlen, o.dim);
+  const HostArray dx =
+      st.layout == Layout::channel_first || var ? r.dx : transposed(r.dx, o.batch, o.seqlen, o.dim);
   const std::vector<double> dw(r.dweight.begin(), r.dweight.end()),
       db(r.dbias.begin(), r.dbias.end());
-  std::vector<VerifyReport> reports{verify("dx", dx, g.dx, default_tolerance(o.dtype), dims),
-                                    verify("dweight", dw, g.dweight, g.dweight_tol, {o.dim, o.width}),
-                                    verify("dbias", db, g.dbias, g.dbias_tol, {o.dim})};
+  std::vector<VerifyReport> reports{
+      verify("dx", dx, g.dx, default_tolerance(o.dtype), dims),
+      verify("dweight", dw, g.dweight, g.dweight_tol, {o.dim, o.width}),
+      verify("dbias", db, g.dbias, g.dbias_tol, {o.dim})};
   if (st.kind != Step::plain) {
     const std::vector<double> ds(r.dstates.begin(), r.dstates.end());
-    reports.push_back(verify(var ? "dstates (by cache row)" : "dinitial_states", ds, g.dstates,
-                             state_tolerance(),
-                             {int64_t(g.dstates.size()) / (o.dim * (o.width - 1)), o.dim,
-                              o.width - 1}));
+    reports.push_back(
+        verify(var ? "dstates (by cache row)" : "dinitial_states", ds, g.dstates, state_tolerance(),
+               {int64_t(g.dstates.size()) / (o.dim * (o.width - 1)), o.dim, o.width - 1}));
   }
   std::string extra;
   bool ok = true;
@@ -699,22 +737,17 @@ MeasuredVariant PackedChapter::variant(const Step& st) {
   const double states = plain ? 0 : st.backward ? read * e + 2 * written * 4 : (read + written) * e;
   const double tensor_bytes = (st.backward ? 3 : 2) * n * e;
   // Per element: forward W multiply-adds (and the epilogue); backward as chapter 09 counts it.
-  const double flops = st.backward ? n * (4.0 * o.width + 1 + (o.silu ? 2.0 * o.width + 8 : 0))
-                                   : 2.0 * o.width * n;
-  // (The channel-first forward: chapter 08's staged kernel where the rows are a length the vector
-  // divides, in the plain form, or with a span map; elsewhere its chunked kernel. Chunks: each
-  // piece by its own length.)
+  const double flops =
+      st.backward ? n * (4.0 * o.width + 1 + (o.silu ? 2.0 * o.width + 8 : 0)) : 2.0 * o.width * n;
+  // (The channel-first forward: the staged kernel where the rows are a length the vector divides,
+  // else the chunked kernel. Chunks: each piece by its own length.)
   const int per = 16 / int(dtype_bytes(o.dtype));
-  auto mapped = [&](int64_t len) {
-    return (plain || flags_.span_map == "on") && len > 0 && len % per == 0;
-  };
+  auto mapped = [&](int64_t len) { return len > 0 && len % per == 0; };
   const bool staged_main = st.kind == Step::chunks ? mapped(pk_.chunk_lens[0]) : mapped(o.seqlen);
   const char* cf_kernel = staged_main ? "conv_fwd_cf_staged" : "conv_fwd_cf_chunked";
   // The backward's kernels, as its plans choose them (backward.cuh; chunks: each piece by its own
-  // length): chapter 09's staged kernel, cf_fused or cl_tiled, and a span map's for rows with
-  // seq_idx; and the partial sums, the most any piece needs.
+  // length); and the partial sums, the most any piece needs.
   std::vector<std::string> bwd_kernels;
-  bool bwd_map = false;
   if (st.backward) {
     int64_t need = 0;
     dispatch_storage(o.dtype, [&](auto tag) {
@@ -722,24 +755,23 @@ MeasuredVariant PackedChapter::variant(const Step& st) {
       const int64_t pieces = st.kind == Step::chunks ? int64_t(pk_.chunk_lens.size()) : 1;
       for (int64_t k = 0; k < pieces; ++k) {
         const Backward<T> bk = plan_backward<T>(st, st.kind == Step::chunks ? k : -1);
-        const BwdChoices c = backward_choices(bk.args, sm_count_, flags_.cl_backward == "staged");
+        const BwdChoices c = backward_choices(bk.args, sm_count_);
         need = std::max(need, partial_floats(backward_partials(bk, o.width, c), o.dim, o.width));
         const std::string name = kernel_name(bk, c);
         if (std::find(bwd_kernels.begin(), bwd_kernels.end(), name) == bwd_kernels.end())
           bwd_kernels.push_back(name);
-        bwd_map = bwd_map || uses_span_map(bk);
       }
     });
     if (static_cast<int64_t>(partials_.bytes()) < need * int64_t(sizeof(float)))
       partials_ = DeviceBuffer(size_t(need) * sizeof(float));
   }
-  // The channel-last forward's kernel, as its plan chooses it (chapter 08's staged or tiled).
+  // The channel-last forward's kernel, as its plan chooses it (staged or tiled).
   const std::string cl_kernel = dispatch_storage(o.dtype, [&](auto tag) -> std::string {
     using T = device_t<typename decltype(tag)::type>;
     if (st.backward || st.layout != Layout::channel_last) return "";
     return kernel_name(plan<T>(st, st.kind == Step::chunks ? 0 : -1));
   });
-  const std::string kernel = st.backward ? bwd_kernels.front()
+  const std::string kernel = st.backward                         ? bwd_kernels.front()
                              : st.layout == Layout::channel_last ? cl_kernel
                                                                  : cf_kernel;
 
@@ -755,15 +787,15 @@ MeasuredVariant PackedChapter::variant(const Step& st) {
                 "%s, %s: %d registers, %zu bytes of local memory, %d blocks of %d threads per "
                 "multiprocessor",
                 kernel.c_str(),
-                plain             ? "no packing (the baseline: chapter 08's or 09's problem)"
-                : var             ? "variable-length batch"
+                plain ? "no packing (the baseline: chapter 08's or 09's problem)"
+                : var ? "variable-length batch"
                 : st.kind == Step::chunks ? "the rows form as chunks passing states on"
-                                  : "packed rows",
+                                          : "packed rows",
                 facts.registers, facts.local_bytes, facts.blocks_per_sm, facts.threads);
   m.intro = intro;
   m.kernels = {{kernel, flops, tensor_bytes + params + (plain ? 0 : ids + states)}};
-  // Channel-first rows whose length the vector divides use a span map (--span-map on): all of
-  // them, none, or (chunks) some.
+  // Channel-first rows whose length the vector divides take the staged kernel: all of them, none,
+  // or (chunks) some.
   bool map_all = false, map_none = true;
   if (!plain && !var && st.layout == Layout::channel_first) {
     map_all = mapped(o.seqlen);
@@ -775,12 +807,12 @@ MeasuredVariant PackedChapter::variant(const Step& st) {
   }
   const bool map_ids = map_all && !pk_.seq_idx.empty();  // (chunks run without seq_idx)
   if (!st.backward && !plain && !var && st.layout == Layout::channel_first) {
-    // Channel-first rows: with a span map, chapter 08's staged kernel takes every vector, the
-    // rows' edges and final states too, and make_tap_words (which reads the ids) is timed with it,
-    // which it overlaps (forward.cuh); without one, the chunked kernel leaves the edges and final
-    // states to a kernel of their own after it (cf_row_edges.cuh), whose bytes the states are.
-    // (Chunks of both kinds: both kernels.)
-    m.kernels = {{map_ids ? kMapAndConvolution : kernel, flops,
+    // Channel-first rows: the staged kernel takes every vector, the rows' edges and final states
+    // too, and make_tap_words (which reads the ids) is timed with it, which it overlaps
+    // (forward.cuh); the chunked kernel leaves the edges and final states to a kernel of their own
+    // after it (cf_row_edges.cuh), whose bytes the states are. (Chunks of both kinds: both
+    // kernels.)
+    m.kernels = {{map_ids ? kWordsAndConvolution : kernel, flops,
                   tensor_bytes + params + ids + (map_none ? 0 : states)}};
     if (!map_all && !map_none)
       m.kernels.push_back({staged_main ? "conv_fwd_cf_chunked" : "conv_fwd_cf_staged", 0, 0});
@@ -788,10 +820,9 @@ MeasuredVariant PackedChapter::variant(const Step& st) {
     m.whole_run_name = "whole forward";
     m.whole_run_bytes = tensor_bytes + params + ids + states;
   }
-  if (st.backward) {  // every kernel the plans launch; a span map's reads the ids
-    m.kernels = {{kernel, flops, tensor_bytes + params + (plain ? 0 : states + (bwd_map ? 0 : ids))}};
+  if (st.backward) {  // every kernel the plans launch
+    m.kernels = {{kernel, flops, tensor_bytes + params + (plain ? 0 : states + ids)}};
     for (size_t i = 1; i < bwd_kernels.size(); ++i) m.kernels.push_back({bwd_kernels[i], 0, 0});
-    if (bwd_map) m.kernels.push_back({"make_span_map", 0, ids});
   }
   if (st.backward) {
     const double sums = double(o.dim) * (o.width + 1) * 4;
@@ -803,7 +834,8 @@ MeasuredVariant PackedChapter::variant(const Step& st) {
     Tensors& t = tensors(st.layout);
     if (st.kind == Step::varlen && !st.backward)  // updated in place: each run from the same cache
       ctx.rec.host("restore the state cache", [&] {
-        GPU_CHECK(cudaMemcpy(cache_.get(), cache0_.get(), cache0_.bytes(), cudaMemcpyDeviceToDevice));
+        GPU_CHECK(
+            cudaMemcpy(cache_.get(), cache0_.get(), cache0_.bytes(), cudaMemcpyDeviceToDevice));
       });
     if (st.kind == Step::varlen && st.backward)  // rows no sequence owns must keep their values
       ctx.rec.host("reset the cache rows' gradients", [&] {
@@ -821,16 +853,43 @@ MeasuredVariant PackedChapter::variant(const Step& st) {
     if (ctx.poison_outputs) ctx.rec.d2h("copy the results to the host", [&] { copy_out(st, *r); });
   };
   m.check = [this, st, r] { return check(st, *r); };
+  // Every output of the variant: out or dx (in the step's layout; varlen [B*L, D]); the final
+  // states (rows forward), the state cache after the run (varlen forward); dweight and dbias, and
+  // the initial states' gradient (rows backward) or each cache row's (varlen backward).
   m.save_npy = [this, st, r](const std::string& dir) {
     const Options& op = opt_;
+    const int64_t S = op.width - 1, cache_rows = int64_t(pk_.cache.size()) / (op.dim * S);
     const bool first = st.layout == Layout::channel_first && st.kind != Step::varlen;
-    const std::vector<int64_t> dims =
-        st.kind == Step::varlen ? std::vector<int64_t>{op.batch * op.seqlen, op.dim}
-        : first                 ? std::vector<int64_t>{op.batch, op.dim, op.seqlen}
-                                : std::vector<int64_t>{op.batch, op.seqlen, op.dim};
-    const std::string path = dir + (st.backward ? "/dx_" : "/out_") + st.name() + ".npy";
-    write_npy(path, st.backward ? r->dx : r->out, dims);
-    std::printf("  wrote %s\n", path.c_str());
+    const std::vector<int64_t> dims = st.kind == Step::varlen
+                                          ? std::vector<int64_t>{op.batch * op.seqlen, op.dim}
+                                      : first ? std::vector<int64_t>{op.batch, op.dim, op.seqlen}
+                                              : std::vector<int64_t>{op.batch, op.seqlen, op.dim};
+    const std::vector<int64_t> row_states{op.batch, op.dim, S}, cache{cache_rows, op.dim, S};
+    std::vector<std::string> written;
+    auto put = [&](const std::string& what, auto&& write) {
+      const std::string path = dir + "/" + what + "_" + st.name() + ".npy";
+      write(path);
+      written.push_back(path);
+    };
+    put(st.backward ? "dx" : "out",
+        [&](const std::string& f) { write_npy(f, st.backward ? r->dx : r->out, dims); });
+    if (!st.backward && r->final_states.size() > 0)
+      put("final_states", [&](const std::string& f) { write_npy(f, r->final_states, row_states); });
+    if (!st.backward && st.kind == Step::varlen)
+      put("cache", [&](const std::string& f) { write_npy(f, r->cache, cache); });
+    if (st.backward) {
+      put("dweight", [&](const std::string& f) {
+        write_npy(f, r->dweight.data(), "<f4", {op.dim, op.width});
+      });
+      put("dbias", [&](const std::string& f) { write_npy(f, r->dbias.data(), "<f4", {op.dim}); });
+      if (st.kind == Step::varlen)
+        put("dstates",
+            [&](const std::string& f) { write_npy(f, r->dstates.data(), "<f4", cache); });
+      else if (st.kind != Step::plain)
+        put("dinitial_states",
+            [&](const std::string& f) { write_npy(f, r->dstates.data(), "<f4", row_states); });
+    }
+    for (const std::string& path : written) std::printf("  wrote %s\n", path.c_str());
   };
   return m;
 }

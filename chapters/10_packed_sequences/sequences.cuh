@@ -1,9 +1,10 @@
-// Chapter 10: packed sequences and states, as chapter 08's and 09's kernels see them. Those kernels
-// take a sequence policy (chapter 08's direct_common.cuh) and ask it, for a range of positions at a
-// time, whether every output there counts all W taps (the fast path, almost everywhere), is padding,
-// or is mixed; only for a mixed range do they ask position by position. The two policies here
-// answer from the inputs the caller already has, inside the convolution kernel, so a packed run is
-// one launch, like a plain one (channel-first rows add a small second one: cf_row_edges.cuh):
+// Chapter 10: packed sequences and states, as this chapter's kernels (chapter 08's and 09's,
+// extended in direct_forward/ and direct_backward/) see them. The kernels ask a sequence policy
+// (policy.cuh), for a range of positions at a time, whether every output there counts all W taps
+// (the fast path, almost everywhere), is padding, or is mixed; only for a mixed range do they ask
+// position by position. The two policies here answer from the inputs the caller already has,
+// inside the convolution kernel, so a packed run is one launch, like a plain one (channel-first
+// rows of other lengths add a small second one: cf_row_edges.cuh):
 //
 //   PackedRows   rows of [B, D, L] or [B, L, D] holding several sequences, told apart by seq_idx
 //                [B, L] (optional); initial states [B, D, W-1] continue each row's first sequence,
@@ -22,20 +23,12 @@
 
 #include <cstdint>
 
-#include "chapters/08_direct_forward/direct_common.cuh"
-#include "chapters/09_direct_backward/bwd_common.cuh"
+#include "chapters/08_direct_forward/cl_vector.cuh"
+#include "chapters/10_packed_sequences/policy.cuh"
 #include "common/vec.cuh"
 #include "common/warp.cuh"
 
 namespace conv1d::ch10 {
-
-using ch08::Filter;
-using ch08::kAllTaps;
-using ch08::kEdge;
-using ch08::kFinalShift;
-using ch08::Span;
-using ch08::TokenFlags;
-using ch08::zero_vec;
 
 // The sequence that token t (0 <= t < cu_seqlens[n]) belongs to: the last n with cu_seqlens[n] <= t
 // (a length-0 sequence shares its start with the next one, and holds no token).
@@ -199,8 +192,7 @@ __device__ __forceinline__ Span scan_ids_by(const int32_t* ids, int64_t lo, int6
   }
   unsigned votes = (same ? 1u : 0u) | (pad ? 2u : 0u);
 #pragma unroll
-  for (int m = 1; m < kLanes; m <<= 1)
-    votes &= shuffle(votes, (threadIdx.x % kWarpLanes) ^ m);
+  for (int m = 1; m < kLanes; m <<= 1) votes &= shuffle(votes, (threadIdx.x % kWarpLanes) ^ m);
   if (!inside) return Span::full;
   return votes & 1u && ref >= 0 ? Span::full : votes & 2u ? Span::padding : Span::mixed;
 }
@@ -216,12 +208,12 @@ __device__ __forceinline__ void edge_dz(const Filter<W> (&f)[N], const Vec<T, N>
                                         float (&dz)[N][W - 1]) {
 #pragma unroll
   for (int m = 0; m < W - 1; ++m) {
-    const unsigned taps = ch08::taps_with_state<W>(fl[m]);
+    const unsigned taps = taps_with_state<W>(fl[m]);
 #pragma unroll
     for (int i = 0; i < N; ++i) {
       float in[W];
       edge_window<W>(head, st[i], i, m, in);
-      dz[i][m] = taps ? ch09::dz_masked<W>(f[i], in, taps, to_float(gs[m].v[i]), silu) : 0.0f;
+      dz[i][m] = taps ? dz_masked<W>(f[i], in, taps, to_float(gs[m].v[i]), silu) : 0.0f;
     }
   }
 }
@@ -256,24 +248,14 @@ __device__ __forceinline__ float state_gradient(const Filter<W>& f, const float*
 }
 
 // ---------------------------------------------------------------------------------------------
-// The baseline: chapter 08's and 09's rows, one sequence each from zeros, with the kernels compiled
-// for the launch configurations chapter 10 uses (the same code as those chapters' kernels).
-struct Baseline : ch08::OneSequencePerRow {
-  static constexpr bool kFewConfigurations = true;
-};
-
-// ---------------------------------------------------------------------------------------------
 // Rows with several sequences each.
 
 template <class T>
 struct PackedRows {
-  static constexpr bool kPacked = true, kSpanMap = false, kFewConfigurations = true;
-  // The channel-last backward runs the warps that need flags in a launch of their own (cl_tiled).
-  static constexpr bool kMixedApart = true;
   const int32_t* seq_idx = nullptr;  // [B, L]; nullptr: one sequence per row
   int64_t seqlen = 0, dim = 0;
-  const T* initial_states = nullptr;  // [B, D, W-1], or nullptr (zeros)
-  T* final_states = nullptr;          // [B, D, W-1] out (forward), or nullptr
+  const T* initial_states = nullptr;     // [B, D, W-1], or nullptr (zeros)
+  T* final_states = nullptr;             // [B, D, W-1] out (forward), or nullptr
   const float* dfinal_states = nullptr;  // [B, D, W-1] (backward), or nullptr
   float* dinitial_states = nullptr;      // [B, D, W-1] out (backward), or nullptr
 
@@ -294,7 +276,7 @@ struct PackedRows {
   // The flags of output t of row b: tap k counts when its input has t's id; padding keeps none.
   template <int W>
   __device__ __forceinline__ unsigned flags_here(int64_t b, int64_t t) const {
-    if (!seq_idx) return edges<W>(b, t, ch08::taps_inside<W>(t), false, false);
+    if (!seq_idx) return edges<W>(b, t, taps_inside<W>(t), false, false);
     const int32_t* id = ids(b);
     const int32_t own = id[t];
     unsigned f = 0;
@@ -416,8 +398,8 @@ struct PackedRows {
   __device__ __forceinline__ Span span_by(int64_t b, int64_t lo, int lane) const {
     const bool short_cut = lo < W - 1 || (dfinal_states && lo + kOwn + kAhead > seqlen - (W - 1));
     if (!seq_idx) return short_cut ? Span::mixed : Span::full;
-    const Span s = scan_ids_by<W, kOwn, kOwn + kAhead, kLanes>(ids(b), lo < W - 1 ? W - 1 : lo,
-                                                               seqlen, lane);
+    const Span s =
+        scan_ids_by<W, kOwn, kOwn + kAhead, kLanes>(ids(b), lo < W - 1 ? W - 1 : lo, seqlen, lane);
     return short_cut ? Span::mixed : s;
   }
 
@@ -437,7 +419,7 @@ struct PackedRows {
               : fl & kEdge ? to_float(state(b, d, W)[(W - 1) + p])
                            : 0.0f;  // (a tap that does not count)
     }
-    return ch08::conv_output<W, true, true>(f, in, ch08::taps_with_state<W>(fl), silu);
+    return output_or_padding<W>(f, in, taps_with_state<W>(fl), silu);
   }
 
   // The final states of row b, channel d: the last W-1 inputs of its last sequence (0 for inputs of
@@ -475,7 +457,7 @@ struct PackedRows {
     return initial_states || final_states ? batch : 0;
   }
   template <int W, int N>
-  __device__ __noinline__ void edge_work(const ch08::DirectArgs<T> a, int64_t b, int64_t d0) const {
+  __device__ __noinline__ void edge_work(const DirectArgs<T> a, int64_t b, int64_t d0) const {
     const T* x = a.x + b * seqlen * dim + d0;
     Vec<T, N> head[W - 1], tail[W - 1];  // inputs 0 .. W-2, and the row's last W-1
     unsigned fl[W - 1];                  // the first outputs' flags
@@ -501,8 +483,7 @@ struct PackedRows {
       for (int i = 0; i < N; ++i) {
         float in[W];
         edge_window<W>(head, st[i], i, t, in);
-        o.v[i] = from_float<T>(
-            ch08::conv_output<W, true, true>(f[i], in, ch08::taps_with_state<W>(fl[t]), a.silu));
+        o.v[i] = from_float<T>(output_or_padding<W>(f[i], in, taps_with_state<W>(fl[t]), a.silu));
       }
       *reinterpret_cast<Vec<T, N>*>(a.out + (b * seqlen + t) * dim + d0) = o;
     }
@@ -575,7 +556,7 @@ struct PackedRows {
     load_states<T, N, W>(initial_states, (b * dim + d0) * (W - 1), st);
     Filter<W> f[N];
 #pragma unroll
-    for (int i = 0; i < N; ++i) f[i] = ch08::load_filter<W>(a.weight, a.bias, d0 + i);
+    for (int i = 0; i < N; ++i) f[i] = load_filter<W>(a.weight, a.bias, d0 + i);
     float dz[N][W - 1];
     edge_dz<W>(f, head, gs, st, fl, a.silu, dz);
 #pragma unroll
@@ -600,8 +581,6 @@ struct PackedRows {
 
 template <class T>
 struct Varlen {
-  static constexpr bool kPacked = true, kSpanMap = false, kFewConfigurations = true;
-  static constexpr bool kMixedApart = false;
   const int32_t* cu_seqlens = nullptr;     // [N + 1]
   int32_t sequences = 0;                   // N
   const int32_t* state_indices = nullptr;  // [N], or nullptr: sequence n uses cache row n
@@ -729,7 +708,7 @@ struct Varlen {
   // then writes it: in place is safe.
   __host__ __device__ int64_t edge_units(int64_t) const { return states_out ? sequences : 0; }
   template <int W, int N>
-  __device__ __noinline__ void edge_work(const ch08::DirectArgs<T> a, int64_t n, int64_t d0) const {
+  __device__ __noinline__ void edge_work(const DirectArgs<T> a, int64_t n, int64_t d0) const {
     const int32_t s = slot(int32_t(n));
     if (s < 0) return;
     const int64_t start = cu_seqlens[n], end = cu_seqlens[n + 1];
@@ -756,7 +735,7 @@ struct Varlen {
         for (int i = 0; i < N; ++i) {
           float in[W];
           edge_window<W>(head, st[i], i, j, in);
-          o.v[i] = from_float<T>(ch08::conv_output<W>(f[i], in, kAllTaps<W>, a.silu));
+          o.v[i] = from_float<T>(conv_output<W>(f[i], in, kAllTaps<W>, a.silu));
         }
         *reinterpret_cast<Vec<T, N>*>(a.out + (start + j) * dim + d0) = o;
       }
@@ -791,7 +770,7 @@ struct Varlen {
     if (!dstates || (full && t_end < total)) return;
     Filter<W> f[N];
 #pragma unroll
-    for (int i = 0; i < N; ++i) f[i] = ch08::load_filter<W>(a.weight, a.bias, d0 + i);
+    for (int i = 0; i < N; ++i) f[i] = load_filter<W>(a.weight, a.bias, d0 + i);
     for (int32_t n = first_starting_at(cu_seqlens, sequences, t0); n < sequences; ++n) {
       const int64_t start = cu_seqlens[n], end = cu_seqlens[n + 1];
       if (start >= t_end && !(start == total && t_end >= total)) break;

@@ -152,16 +152,20 @@ class DecodeChapter : public Chapter {
     write_npy(dir + "/weight.npy", p_.in.weight, {o.dim, o.width});
     if (o.bias) write_npy(dir + "/bias.npy", p_.in.bias, {o.dim});
     for (Buffer b : {Buffer::linear, Buffer::circular})
-      if (wants(b))
+      if (wants(b)) {
         write_npy(dir + "/conv_state_" + buffer_name(b) + ".npy", p_.cache_before[int(b)],
                   {C, o.dim, S});
+        write_npy(dir + "/conv_state_" + buffer_name(b) + "_reference.npy", p_.cache_after[int(b)],
+                  {C, o.dim, S});
+      }
     write_npy(dir + "/cache_seqlens.npy", p_.seqlens.data(), "<i4", {o.batch});
     if (!p_.indices.empty())
       write_npy(dir + "/conv_state_indices.npy", p_.indices.data(), "<i4", {o.batch});
     write_npy(dir + "/reference.npy", p_.ref, {o.batch, o.dim, L});
     std::printf(
         "wrote x (each row's %lld new tokens in order, [B, D, N*T]), weight%s, the caches "
-        "before the loop ([C, D, S]), cache_seqlens%s and the reference to %s\n",
+        "before the loop ([C, D, S]) and their references after it (*_reference), "
+        "cache_seqlens%s and the reference to %s\n",
         static_cast<long long>(L), o.bias ? ", bias" : "",
         p_.indices.empty() ? "" : ", conv_state_indices", dir.c_str());
   }

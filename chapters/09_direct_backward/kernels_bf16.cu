@@ -1,0 +1,6 @@
+// Chapter 09's kernels in bf16 storage (see kernels.cuh).
+#include "chapters/09_direct_backward/kernels.cuh"
+
+namespace conv1d::ch09 {
+CONV1D_CH09_LAUNCHES(, __nv_bfloat16)
+}  // namespace conv1d::ch09
