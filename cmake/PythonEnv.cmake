@@ -62,14 +62,18 @@ function(conv1d_add_python_tests)
     # at the limits and on a committed check's.
     add_test(NAME scripts.ch10_goals
              COMMAND ${CONV1D_PYTHON_PLAIN} ${PROJECT_SOURCE_DIR}/tests/scripts/test_ch10_goals.py)
-    # Nsight Compute's source page summed by how often each SASS line ran (scripts/ncu_source_summary.py),
-    # on a made-up page.
-    add_test(NAME scripts.ncu_source_summary
-             COMMAND ${CONV1D_PYTHON_PLAIN} ${PROJECT_SOURCE_DIR}/tests/scripts/test_ncu_source_summary.py)
-    # An A/B run's timings grouped by configuration and tree (scripts/result_tables.py ab), and a
-    # profiled launch's facts (one_launch_row), on made-up files.
-    add_test(NAME scripts.result_tables_ab
+    # Nsight Compute's source page summed by how often each SASS line ran (profiling/sass_lines.py),
+    # on made-up pages. Standard library only, so it runs here, without the packages below.
+    add_test(NAME profiling.sass_lines
+             COMMAND ${CONV1D_PYTHON_PLAIN} ${PROJECT_SOURCE_DIR}/tests/python/profiling/test_sass_lines.py)
+    # The GPU check's tables for the docs (scripts/result_tables.py ncu and resources): Nsight
+    # Compute's medians by kernel and cuobjdump's registers, on made-up files.
+    add_test(NAME scripts.result_tables
              COMMAND ${CONV1D_PYTHON_PLAIN} ${PROJECT_SOURCE_DIR}/tests/scripts/test_result_tables.py)
+    # results/ holds what the pages, README, tests and scripts read: no script or patch, no file
+    # nothing reads (the history of experiments stays in git).
+    add_test(NAME results.only_what_is_read
+             COMMAND ${CONV1D_PYTHON_PLAIN} ${PROJECT_SOURCE_DIR}/tests/scripts/test_results_read.py)
   endif()
   if(NOT CONV1D_PYTHON)
     add_test(NAME python.skipped COMMAND sh -c "echo 'Python tests skipped: ${CONV1D_PYTHON_WHY}'; exit 77")
@@ -82,7 +86,10 @@ function(conv1d_add_python_tests)
   add_test(NAME python.npy_with_numpy
            COMMAND ${CONV1D_PYTHON} -m pytest -q -p no:cacheprovider ${PROJECT_SOURCE_DIR}/tests/python
                    --ignore=${PROJECT_SOURCE_DIR}/tests/python/profiling)
-  set_tests_properties(python.npy_with_numpy PROPERTIES ENVIRONMENT "CONV1D_NPY_WRITER=$<TARGET_FILE:npy_writer>")
+  # (Chapter 10's --save-npy read back in NumPy: with a GPU only; without one the chapter exits 77
+  # and its test is skipped.)
+  set_tests_properties(python.npy_with_numpy PROPERTIES ENVIRONMENT
+                       "CONV1D_NPY_WRITER=$<TARGET_FILE:npy_writer>;CONV1D_CH10=$<TARGET_FILE:ch10_packed_sequences>")
   # profiling/: parsers against fixtures of every format, the charts' numbers, the command line; the
   # CUPTI tracer's CSV writer (CUDA builds) through a helper that needs no GPU.
   set(_env "PYTHONPATH=${PROJECT_SOURCE_DIR}" "MPLBACKEND=Agg")

@@ -4,6 +4,7 @@
     python -m profiling plot  FOLDER_OR_FILES...                                        chart existing files
     python -m profiling parse FOLDER_OR_FILES...                                        print the table
     python -m profiling compare RUN_DIR                                   CUPTI kernels vs the chapters' events
+    python -m profiling sass-lines SRC.csv.gz OUT.md          an ncu source page summed by SASS line
 
 Formats (see docs/profiling.md): the chapters' own --profile-csv files and --summary tables, rocprofv3
 CSV (ROCm 6.2 to 7.x, also the files `rocpd convert` writes), legacy rocprof v1 stats, `nsys stats`

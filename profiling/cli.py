@@ -1,9 +1,9 @@
-"""The command line: run, plot, parse, compare (python -m profiling --help)."""
+"""The command line: run, plot, parse, compare, sass-lines (python -m profiling --help)."""
 import argparse
 import pathlib
 import sys
 
-from profiling import analysis, load, table
+from profiling import analysis, load, sass_lines, table
 from profiling.catalog import VARIANT_RUNS
 from profiling.table import FormatError
 
@@ -148,6 +148,15 @@ def build_parser():
                    help="list but do not judge this variant, e.g. one whose kernels overlap on several streams, "
                         "where a kernel's event span includes waiting for the others (repeatable)")
     p.set_defaults(func=cmd_compare)
+
+    # sass_lines needs only the standard library, so this command runs without the charts'
+    # packages (matplotlib, numpy).
+    p = sub.add_parser("sass-lines", help="an Nsight Compute source page summed by how often each "
+                                          "SASS line ran, by opcode and by stall reason",
+                       description=sass_lines.__doc__,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    sass_lines.add_arguments(p)
+    p.set_defaults(func=sass_lines.run)
     return ap
 
 

@@ -25,16 +25,24 @@ Two kinds of marked regions in Markdown files are generated, never typed by hand
       ratio PATH where=... col=C over=col:value,... [over_path=P]    cell / the cell of another row
                                               (of file P when given; over_col=C2 for another column)
 
+A PATH may name a file as it stood at an earlier commit, REV:PATH (REV: 7 to 40 hex digits), read
+with `git show`: the records of experiments that are no longer in the tree (the history of a
+chapter's "what did not work") stay in git, and a page quotes them from there. Where the clone has
+no such commit (a shallow one), those values are reported as not checked, not as wrong.
+
 Usage: docs_sync.py          rewrite the regions in place
        docs_sync.py --check  exit 1 (and show what differs) if any region is out of date
-Only the standard library is used, so the check runs wherever Python 3 does.
+Only the standard library (and git, for REV:PATH) is used, so the check runs wherever Python 3 does.
 """
 import argparse
 import csv
 import difflib
+import functools
+import io
 import os
 import pathlib
 import re
+import subprocess
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -46,6 +54,27 @@ LANG = {".cu": "cuda", ".cuh": "cuda", ".h": "cpp", ".cpp": "cpp", ".py": "pytho
 
 class DocError(Exception):
     pass
+
+
+class MissingHistory(Exception):
+    """A REV:PATH whose commit this clone does not have."""
+
+
+PINNED = re.compile(r"^(?P<rev>[0-9a-f]{7,40}):(?P<path>.+)$")
+
+
+@functools.lru_cache(maxsize=None)
+def pinned_text(rev, path):
+    """The text of PATH at commit REV (git show), or MissingHistory when the commit is not here."""
+    have = subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", f"{rev}^{{commit}}"],
+                          capture_output=True)
+    if have.returncode != 0:
+        raise MissingHistory(rev)
+    shown = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:{path}"], capture_output=True,
+                           text=True)
+    if shown.returncode != 0:
+        raise DocError(f"{rev}:{path}: no such file at that commit")
+    return shown.stdout
 
 
 def source_region(path, region):
@@ -62,6 +91,14 @@ def source_region(path, region):
 
 
 def read_csv(path):
+    pinned = PINNED.match(path)
+    if pinned:
+        text = pinned_text(pinned.group("rev"), pinned.group("path"))
+        delimiter = "\t" if pinned.group("path").endswith(".tsv") else ","
+        rows = list(csv.DictReader(io.StringIO(text), delimiter=delimiter))
+        if not rows:
+            raise DocError(f"{path}: no rows")
+        return rows
     p = ROOT / path
     if not p.is_file():
         raise DocError(f"{path}: result file not found")
@@ -205,11 +242,21 @@ def unparsed(text):
                                "no '>' in its arguments (write < and > as %3C and %3E), and its closing tag on the same line")
 
 
+UNCHECKED = []  # (file, marker) of REV:PATH values whose commit this clone lacks
+
+
 def render(text, md=ROOT / "README.md"):
     unparsed(text)
     text = INCLUDE.sub(lambda m: m.group(1) + source_region(m.group("path"), m.group("region")) + m.group(5), text)
     text = RESULTS.sub(lambda m: m.group(1) + results_region(m.group("args"), md) + m.group(4), text)
-    return VALUE.sub(lambda m: m.group(1) + value_region(m.group("args")) + m.group(4), text)
+
+    def value(m):
+        try:
+            return m.group(1) + value_region(m.group("args")) + m.group(4)
+        except MissingHistory:
+            UNCHECKED.append((md, m.group("args")))
+            return m.group(0)  # (left as it is: there is nothing here to check it against)
+    return VALUE.sub(value, text)
 
 
 def markdown_files():
@@ -238,6 +285,12 @@ def main():
             else:
                 md.write_text(new)
                 print(f"updated {md.relative_to(ROOT)}")
+    if UNCHECKED:
+        revs = sorted({m.group("rev") for _, a in UNCHECKED for tok in a.split()
+                       if (m := PINNED.match(tok.split("=", 1)[-1]))})
+        print(f"{len(UNCHECKED)} value(s) from earlier commits not checked: this clone lacks "
+              f"{', '.join(revs)} (a shallow clone? `git fetch --unshallow` brings them)",
+              file=sys.stderr)
     if args.check and stale:
         print(f"{stale} file(s) out of date: run scripts/docs_sync.py", file=sys.stderr)
         return 1

@@ -4,9 +4,10 @@
 #   scripts/gpu-check.sh OUTDIR [--skip-build]
 #
 # GPU_CHECK_STEPS (default "ctest chapters sections"), GPU_CHECK_CHAPTERS (a glob over the chapter
-# executables' names for the chapters step, default "*", e.g. "ch0[1-5]_*") and GPU_CHECK_SECTIONS
-# (a glob over scripts/gpu-check.d/*.sh, default "*") select parts, to split a long check over
-# several calls. GPU_CHECK_ARCHIVE (below) packs OUTDIR into one file at the end.
+# executables' names for the chapters step, default "*", e.g. "ch0[1-5]_*" or "ch@(08|10)_*") and
+# GPU_CHECK_SECTIONS (a glob over scripts/gpu-check.d/*.sh, default "*") select parts, to split a
+# long check over several calls; GPU_CHECK_CTEST_ARGS adds arguments to ctest (e.g. -E to leave out
+# tests already run elsewhere). GPU_CHECK_ARCHIVE (below) packs OUTDIR into one file at the end.
 #
 # Configures for the GPU in this machine, builds with every core, runs all tests (GPU tests must run:
 # CONV1D_REQUIRE_GPU=1 turns "no GPU, skipped" into a failure), runs every chapter at its default
@@ -63,7 +64,8 @@ fi
 
 if wants ctest; then
 step "ctest"
-ctest --test-dir "$build" --output-on-failure -j 4 > "$out/logs/ctest.log" 2>&1
+# shellcheck disable=SC2086  # GPU_CHECK_CTEST_ARGS: more ctest arguments (e.g. -R or -E), a list
+ctest --test-dir "$build" --output-on-failure -j 4 ${GPU_CHECK_CTEST_ARGS:-} > "$out/logs/ctest.log" 2>&1
 rc=$?
 tests_line=$(grep -E "tests passed" "$out/logs/ctest.log" | tail -n1)
 skipped=$(grep -c -E "\*\*\*Skipped|Not Run" "$out/logs/ctest.log")

@@ -83,7 +83,7 @@ done
 
 # The host transpose of chapters 01-04 on this machine's CPU (tests/bench_host_transpose.cpp): the
 # library's loop against the earlier one with its values on the stack, which made chapters 02 and 03
-# twice as slow in the results under results/before-transpose-fix/.
+# twice as slow in the results kept at ef6ca0a:results/before-transpose-fix/ (git history).
 step "host transpose benchmark"
 if "$build/tests/conv1d_bench_host_transpose" --section code > "$out/results/host_transpose_code.txt" 2>&1; then
   row host_transpose "conv1d_bench_host_transpose --section code" pass \

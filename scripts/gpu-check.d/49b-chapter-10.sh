@@ -10,11 +10,7 @@
 #                                        padding) and initial and final states; the states alone
 #                                        (--seq-lens none); the varlen form, 64 random lengths over
 #                                        the 32768 tokens, D 4096, states read from and written to a
-#                                        cache; bias and SiLU; fp32; the rows form in 7 chunks; the
-#                                        channel-last forward on chapter 08's tiled kernel
-#                                        (--cl-forward tiled) beside its staged one, and the
-#                                        channel-last backward on chapter 09's tiled kernel
-#                                        (--cl-backward tiled) beside its staged one
+#                                        cache; bias and SiLU; fp32; the rows form in 7 chunks
 #   ch10_goals.md                        the goals (rows within 5 % of chapters 08/09, varlen forward
 #                                        at 85 % of the copy ceiling), met or not, from bench_10*.tsv
 #   ch10_resources.txt, .tsv             registers, stack and local memory per kernel (cuobjdump)
@@ -41,16 +37,6 @@ if [[ -x $exe10 ]]; then
   run10 rows_fp32 "${big10[@]}" --dtype fp32 --form rows --seq-lens random:8
   run10 varlen_fp32 "${big10[@]}" --dtype fp32 --form varlen --seq-lens random:64
   run10 chunks_bf16 "${big10[@]}" --dtype bf16 --form rows --seq-lens none --chunks 7
-  # The channel-last forward on chapter 08's tiled kernel instead of its staged one (the plain
-  # baseline too): what the staged kernel gave the packed forms.
-  run10 varlen_bf16_tiled "${big10[@]}" --dtype bf16 --form varlen --seq-lens random:64 --direction forward \
-    --cl-forward tiled
-  run10 rows_bf16_tiled "${big10[@]}" --dtype bf16 --form rows --layout channel-last --seq-lens random:8 \
-    --direction forward --cl-forward tiled
-  # The channel-last backward on chapter 09's tiled kernel instead of its staged one (the plain
-  # baseline too).
-  run10 rows_bf16_bwd_tiled "${big10[@]}" --dtype bf16 --form rows --layout channel-last --seq-lens random:8 \
-    --direction backward --cl-backward tiled
 
   # The chapter's goals, met or not, from the benchmarks above (scripts/ch10_goals.py).
   if python3 "$root/scripts/ch10_goals.py" "$out/results" > "$out/results/ch10_goals.md" 2> "$out/logs/ch10_goals.log"; then
@@ -59,8 +45,9 @@ if [[ -x $exe10 ]]; then
     row ch10_packed_sequences "the chapter's goals" FAIL "see logs/ch10_goals.log"
   fi
 
-  resources_table ch10_packed_sequences "$exe10" 'conv_fwd_c[fl]_|conv_bwd_c[fl]I|conv_bwd_c[fl]_stagedI|cf_row_edges' \
-    "$out/results/ch10_resources.txt" 'PackedRows|RowSpansBwd|Varlen'
+  # (The chapter's own kernels, in namespace ch10; the plain baselines are chapters 08's and 09's.)
+  resources_table ch10_packed_sequences "$exe10" '4ch10[0-9]+conv_|cf_row_edges|make_tap_words' \
+    "$out/results/ch10_resources.txt" 'PackedRows|Varlen'
 
   step "ch10 under Nsight Compute"
   if command -v ncu > /dev/null &&
@@ -77,10 +64,10 @@ if [[ -x $exe10 ]]; then
 
   # Sanitizers, both directions: sequences of length 0 and 1 and L shorter than a vector (vectors
   # across rows) with states; a varlen batch with empty sequences and sequences shorter than the
-  # states; chunks shorter than the states; the span map's rows (L a multiple of the vector) with
-  # short sequences and padding vectors; rows without seq_idx, whole rows a tile of chapter 09's
-  # staged kernel, and rows with seq_idx there (the words); channel-last rows on chapter 08's
-  # staged kernel, a sequence across its tiles;
+  # states; chunks shorter than the states; rows of a length the vector divides (the staged
+  # kernel, with the words of taps) with short sequences and padding vectors; rows without seq_idx,
+  # whole rows a tile of the staged backward, and rows with seq_idx there (the words); channel-last
+  # rows on the staged forward, a sequence across its tiles;
   # a varlen batch of many short sequences on it, several in a batch of 8 rows; channel-last rows
   # backward with several sequences a tile (its walk with flags, a batch reading past the tile);
   # the channel-last backward in fp32 (two channels a lane) with lanes past D, both forms.
