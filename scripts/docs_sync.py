@@ -9,6 +9,10 @@ Two kinds of marked regions in Markdown files are generated, never typed by hand
   ```
   <!-- /include -->
 
+  <!-- diff: PATH_A#REGION_A PATH_B#REGION_B -->   a unified diff (```diff) from region A to
+  ...                                               region B: what a kernel adds to the one it
+  <!-- /diff -->                                    extends
+
   <!-- results: KIND PATH [key=value ...] -->   a Markdown table made from a committed result
   ...                                          file (KIND: phases, tsv)
   <!-- /results -->
@@ -30,8 +34,8 @@ with `git show`: the records of experiments that are no longer in the tree (the 
 chapter's "what did not work") stay in git, and a page quotes them from there. Where the clone has
 no such commit (a shallow one), those values are reported as not checked, not as wrong.
 
-Usage: docs_sync.py          rewrite the regions in place
-       docs_sync.py --check  exit 1 (and show what differs) if any region is out of date
+Usage: docs_sync.py [FILE...]          rewrite the regions in place (of README.md and docs/, or FILEs)
+       docs_sync.py --check [FILE...]  exit 1 (and show what differs) if any region is out of date
 Only the standard library (and git, for REV:PATH) is used, so the check runs wherever Python 3 does.
 """
 import argparse
@@ -48,6 +52,7 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 INCLUDE = re.compile(r"(<!-- include: (?P<path>[^#\s]+)#(?P<region>[\w.-]+) -->\n)(?P<body>.*?)(<!-- /include -->)", re.S)
 VALUE = re.compile(r"(<!-- value: (?P<args>[^>]*?) -->)(?P<body>[^<\n]*)(<!-- /value -->)")
+DIFF = re.compile(r"(<!-- diff: (?P<a>[^#\s]+)#(?P<ra>[\w.-]+) (?P<b>[^#\s]+)#(?P<rb>[\w.-]+) -->\n)(?P<body>.*?)(<!-- /diff -->)", re.S)
 RESULTS = re.compile(r"(<!-- results: (?P<args>[^>]*?) -->\n)(?P<body>.*?)(<!-- /results -->)", re.S)
 LANG = {".cu": "cuda", ".cuh": "cuda", ".h": "cpp", ".cpp": "cpp", ".py": "python", ".sh": "bash", ".cmake": "cmake"}
 
@@ -77,7 +82,8 @@ def pinned_text(rev, path):
     return shown.stdout
 
 
-def source_region(path, region):
+def region_lines(path, region):
+    """The lines of a marked region of a source file."""
     src = ROOT / path
     if not src.is_file():
         raise DocError(f"{path}: no such source file")
@@ -86,8 +92,23 @@ def source_region(path, region):
     end = [i for i, l in enumerate(lines) if l.strip() == f"// [/docs:{region}]"]
     if len(begin) != 1 or len(end) != 1 or end[0] <= begin[0]:
         raise DocError(f"{path}: region '{region}' must be marked once by // [docs:{region}] ... // [/docs:{region}]")
-    body = "\n".join(lines[begin[0] + 1:end[0]])
-    return f"```{LANG.get(src.suffix, '')}\n{body}\n```\n"
+    return lines[begin[0] + 1:end[0]]
+
+
+def source_region(path, region):
+    body = "\n".join(region_lines(path, region))
+    return f"```{LANG.get(pathlib.Path(path).suffix, '')}\n{body}\n```\n"
+
+
+def diff_region(m):
+    """A unified diff from one marked region to another (three lines of context)."""
+    a = region_lines(m.group("a"), m.group("ra"))
+    b = region_lines(m.group("b"), m.group("rb"))
+    lines = list(difflib.unified_diff(a, b, f"{m.group('a')} ({m.group('ra')})",
+                                      f"{m.group('b')} ({m.group('rb')})", lineterm=""))
+    if not lines:
+        raise DocError(f"diff {m.group('a')}#{m.group('ra')} {m.group('b')}#{m.group('rb')}: the regions are identical")
+    return "```diff\n" + "\n".join(lines) + "\n```\n"
 
 
 def read_csv(path):
@@ -233,7 +254,8 @@ def results_region(args, md=ROOT / "README.md"):
 def unparsed(text):
     """A marker's opening that its pattern does not take (a '>' in its arguments, a missing
     closing tag) would be left as it is, silently: say so instead."""
-    for opener, pattern in (("<!-- include: ", INCLUDE), ("<!-- results: ", RESULTS), ("<!-- value: ", VALUE)):
+    for opener, pattern in (("<!-- include: ", INCLUDE), ("<!-- diff: ", DIFF), ("<!-- results: ", RESULTS),
+                            ("<!-- value: ", VALUE)):
         taken = {m.start() for m in pattern.finditer(text)}
         for i in (m.start() for m in re.finditer(re.escape(opener), text)):
             if i not in taken:
@@ -248,6 +270,7 @@ UNCHECKED = []  # (file, marker) of REV:PATH values whose commit this clone lack
 def render(text, md=ROOT / "README.md"):
     unparsed(text)
     text = INCLUDE.sub(lambda m: m.group(1) + source_region(m.group("path"), m.group("region")) + m.group(5), text)
+    text = DIFF.sub(lambda m: m.group(1) + diff_region(m) + m.group(7), text)
     text = RESULTS.sub(lambda m: m.group(1) + results_region(m.group("args"), md) + m.group(4), text)
 
     def value(m):
@@ -266,9 +289,11 @@ def markdown_files():
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="report out-of-date regions instead of rewriting them")
+    ap.add_argument("files", nargs="*", type=pathlib.Path,
+                    help="Markdown files to process (default: README.md and everything under docs/)")
     args = ap.parse_args()
     stale = 0
-    for md in markdown_files():
+    for md in [f.resolve() for f in args.files] or markdown_files():
         if not md.is_file():
             continue
         old = md.read_text()

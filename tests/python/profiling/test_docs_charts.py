@@ -72,3 +72,19 @@ def test_value_marker_it_cannot_read_is_an_error(docs_sync, tmp_path):
     assert docs_sync.render(good) == "x <!-- value: tsv results/t.tsv where=ms:1.5 col=ms fmt=.2f -->1.50<!-- /value -->\n"
     with pytest.raises(docs_sync.DocError, match="line 2: a marker that cannot be read"):
         docs_sync.render("intro\nx <!-- value: tsv results/t.tsv where=args:A<B> col=ms -->?<!-- /value -->\n")
+
+
+def test_diff_region(docs_sync, tmp_path):
+    """A diff region shows what region B adds to region A, as a unified diff, and stays stable."""
+    (tmp_path / "a.cuh").write_text("// [docs:old]\nint f(int x) {\n  return x;\n}\n// [/docs:old]\n")
+    (tmp_path / "b.cuh").write_text("// [docs:new]\nint f(int x) {\n  return x + 1;\n}\n// [/docs:new]\n")
+    page = tmp_path / "page.md"
+    out = docs_sync.render("<!-- diff: a.cuh#old b.cuh#new -->\n<!-- /diff -->\n", page)
+    assert "```diff\n--- a.cuh (old)\n+++ b.cuh (new)\n" in out
+    assert "-  return x;\n+  return x + 1;\n" in out
+    assert docs_sync.render(out, page) == out
+    (tmp_path / "c.cuh").write_text("// [docs:same]\nint f(int x) {\n  return x;\n}\n// [/docs:same]\n")
+    with pytest.raises(docs_sync.DocError, match="identical"):
+        docs_sync.render("<!-- diff: a.cuh#old c.cuh#same -->\n<!-- /diff -->\n", page)
+    with pytest.raises(docs_sync.DocError, match="cannot be read"):
+        docs_sync.render("<!-- diff: a.cuh#old -->\n<!-- /diff -->\n", page)
