@@ -161,10 +161,21 @@ class PackedChapter : public Chapter {
     // of W+1 per 16 elements, or per row of a short sequence).
     m.device_bytes = 2 * dirs * layouts * n * e * chunk_copies + 5 * o.batch * o.seqlen + states +
                      (n / 16 + o.batch * o.dim) * (o.width + 1) * 4 + o.dim * (o.width + 1) * 8;
-    // Host: x, dout and their channel-last copies, a result per tensor; fp64 x and dout and the
-    // references (packed, plain, varlen: forward outputs, backward dx).
-    m.host_bytes = (4 + 2 * layouts) * n * e + (2 + 3 * dirs) * n * 8 +
-                   reference_backward_scratch_bytes(ConvShape{o.batch, o.dim, o.seqlen, o.width});
+    // Host, as make_packed and the checks hold it (a run at 2^31 elements must fit a GPU host's
+    // memory): x and x as [B, L, D] (dout too, backward); the rows form's fp64 x and its
+    // references (packed and plain: outputs, or dx and the backward's scratch; dout in fp64); the
+    // varlen form's tokens in fp64 and its references (dout's tokens in fp64, backward); each
+    // step's results, and one transposed copy while a step is checked.
+    const int64_t steps = static_cast<int64_t>(steps_.size());
+    int64_t host = 2 * n * e + (backward() ? 2 * n * e : 0) + (steps + 1) * n * e;
+    if (rows()) {
+      host += n * 8 + (forward() ? 2 * n * 8 : 0);
+      if (backward())
+        host += 3 * n * 8 +
+                reference_backward_scratch_bytes(ConvShape{o.batch, o.dim, o.seqlen, o.width});
+    }
+    if (varlen()) host += n * 8 + (forward() ? n * 8 : 0) + (backward() ? 2 * n * 8 : 0);
+    m.host_bytes = host;
     return m;
   }
 

@@ -117,16 +117,19 @@ GradRef rows_gradients(const RefProblem& rp, const std::vector<double>& dout,
 std::string make_packed(const Options& o, const PackSpec& spec, Packed* p) {
   const int64_t B = o.batch, D = o.dim, L = o.seqlen, S = o.width - 1;
   p->in = draw_inputs(o);
-  const RefInputs ref_in(p->in);
   const ConvShape shape{B, D, L, o.width};
-  std::vector<double> dout;  // the backward's dout, [B, D, L]
   if (spec.backward) {
     p->dout = HostArray(o.dtype, static_cast<size_t>(B * D * L));
     fill_uniform(p->dout, o.seed + 8);
     p->dout_last = transposed(p->dout, B, D, L);
-    dout = p->dout.to_double();
   }
+  // The filters in fp64, for the varlen reference (the rows form's RefInputs has them too).
+  const std::vector<double> weight = p->in.weight.to_double(), bias = p->in.bias.to_double();
   if (spec.rows) {
+    // Only the rows form reads x and dout in fp64 [B, D, L]: 8 bytes an element each, which a
+    // varlen run at 2^31 elements cannot spare.
+    const RefInputs ref_in(p->in);
+    const std::vector<double> dout = spec.backward ? p->dout.to_double() : std::vector<double>();
     if (spec.initial_states) {
       p->init = HostArray(o.dtype, static_cast<size_t>(B * D * S));
       fill_uniform(p->init, o.seed + 3);
@@ -214,8 +217,8 @@ std::string make_packed(const Options& o, const PackSpec& spec, Packed* p) {
     v.dim = D;
     v.width = o.width;
     v.x = tokens.data();
-    v.weight = ref_in.weight.data();
-    v.bias = ref_in.bias.empty() ? nullptr : ref_in.bias.data();
+    v.weight = weight.data();
+    v.bias = bias.empty() ? nullptr : bias.data();
     v.cu_seqlens = p->cu_seqlens.data();
     v.sequences = N;
     v.states = spec.initial_states ? cache.data() : nullptr;
