@@ -1,9 +1,13 @@
-// The tour: runs every chapter executable at its default shape, each with its output in a log file,
-// and prints one table (chapter, end-to-end time, device time, speed-up over chapter 01, verified).
-// Chapters that exit with 77 found no GPU: the tour says so and names them; it fails only when a
-// chapter that did run failed. Each chapter also writes its phase records (--profile-csv), and the
-// tour ends by drawing the profiling charts (python -m profiling plot) from its own run, or, when
-// no GPU was found, from the committed reference results measured on the GPU machine.
+// The tour: runs every chapter executable at the book's headline shape for the work it does (one
+// shape for the forward, one for the backward, one for a decoding step), each with its output in a
+// log file, and prints one table per kind of work: each chapter's headline variant, its device time,
+// its share of the copy ceiling measured in its own run, its speed-up over the first chapter that
+// did the same work at the same shape (device time against device time), and its end-to-end time
+// apart. The same table goes to DIR/book.tsv (the GPU check's results/gpu-check/book.tsv: README's
+// table and chart). Chapters that exit with 77 found no GPU: the tour says so and names them; it
+// fails only when a chapter that did run failed. Each chapter also writes its phase records
+// (--profile-csv), and the tour ends by drawing the profiling charts (python -m profiling plot)
+// from its own run, or, when no GPU was found, from the committed results of the GPU machine.
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -18,10 +22,47 @@
 
 namespace {
 
+// The book's headline shapes: every chapter runs the work it does at one shape per kind of work,
+// so that its row compares like with like. The forward in fp16 (chapters 05 and 07 have no bf16),
+// channel-first (chapters 01-07 are); the backward in bf16, channel-last (chapter 06 is); a decoding
+// step of 64 sequences. Chapter 10 runs its packed rows (8 documents a row, initial states): the
+// same tensors as the plain chapters, with the sequence policy on top.
+constexpr const char* kForward = "--batch 8 --dim 4096 --seqlen 4096 --width 4 --dtype fp16";
+constexpr const char* kBackward = "--batch 8 --dim 4096 --seqlen 4096 --width 4 --dtype bf16";
+constexpr const char* kDecode = "--batch 64 --dim 4096 --seqlen 1 --width 4 --dtype bf16 --silu";
+
+struct BookRun {
+  const char* number;  // the chapter
+  const char* shape;   // one of the three above
+  const char* extra;   // what selects its headline variant
+};
+constexpr BookRun kBook[] = {
+    {"01", kForward, ""},
+    {"02", kForward, ""},
+    {"03", kForward, ""},
+    {"04", kForward, "--epilogue fused"},
+    {"05", kForward, "--variant sparse"},
+    {"06", kBackward, "--reduction deterministic"},
+    {"07", kForward, "--variant pipelined"},
+    {"08", kForward, "--layout channel-first --variant staged"},
+    {"09", kBackward, "--layout channel-last --variant staged --reduction deterministic"},
+    {"10", kForward,
+     "--form rows --direction forward --layout channel-first --seq-lens random:8 "
+     "--initial-states"},
+    {"10", kBackward,
+     "--form rows --direction backward --layout channel-last --seq-lens random:8 "
+     "--initial-states"},
+    {"11", kDecode, "--buffer linear --launch graph"},
+};
+
+// One variant's row of a chapter's --summary file, with what its kernel rows add.
 struct Row {
-  std::string number, name, variant, device;
+  std::string number, name, variant, device, shape;
   double e2e_ms = 0, device_ms = 0;
   bool verified = false;
+  double ceiling_gbs = 0;  // the copy ceiling measured in the chapter's own run
+  double step_ms = 0;      // a decoding chapter's "per step" kernel row (0: none)
+  double step_pct = 0;     // its share of the copy ceiling
 };
 
 std::string shell_quote(const std::string& s) {
@@ -35,9 +76,9 @@ int exit_code(int status) {
   return WEXITSTATUS(status);
 }
 
-int run(const std::string& exe, const std::string& summary, const std::string& profile,
-        const std::string& log) {
-  const std::string cmd = shell_quote(exe) + " --summary " + shell_quote(summary) +
+int run(const std::string& exe, const std::string& args, const std::string& summary,
+        const std::string& profile, const std::string& log) {
+  const std::string cmd = shell_quote(exe) + " " + args + " --summary " + shell_quote(summary) +
                           " --profile-csv " + shell_quote(profile) + " > " + shell_quote(log) +
                           " 2>&1";
   return exit_code(std::system(cmd.c_str()));
@@ -84,8 +125,8 @@ bool draw_charts(const Charts& c, const std::string& out_dir, bool own_run, bool
   return rc == 0;
 }
 
-std::vector<Row> read_summary(const std::string& path) {
-  std::vector<Row> rows;
+std::vector<std::vector<std::string>> read_tsv(const std::string& path) {
+  std::vector<std::vector<std::string>> rows;
   std::ifstream f(path);
   std::string line;
   while (std::getline(f, line)) {
@@ -93,45 +134,174 @@ std::vector<Row> read_summary(const std::string& path) {
     std::stringstream ss(line);
     std::string cell;
     while (std::getline(ss, cell, '\t')) c.push_back(cell);
-    if (c.size() < 7 || c[0] == "chapter") continue;  // short lines and the header
-    bool seen = false;                                // a chapter's first variant is its headline
-    for (const Row& r : rows) seen |= (r.number == c[0]);
-    if (seen) continue;
-    rows.push_back(
-        {c[0], c[1], c[2], c[6], std::atof(c[3].c_str()), std::atof(c[4].c_str()), c[5] == "yes"});
+    if (!c.empty() && c[0] != "chapter") rows.push_back(c);  // (not the header)
   }
   return rows;
 }
 
-// The summary table: one row per chapter (its headline variant), speed-ups over chapter 01.
-void print_table(const std::vector<Row>& rows) {
-  {
-    double base = 0;
-    for (const Row& r : rows)
-      if (r.number == "01") base = r.e2e_ms;
-    std::printf("\nThe tour on %s (default shape of each chapter, medians):\n\n",
-                rows.front().device.c_str());
-    // Columns as wide as their longest entry, so the table lines up whatever the names.
-    int name_w = 7, variant_w = 7;
-    for (const Row& r : rows) {
-      name_w = std::max(name_w, static_cast<int>(r.number.size() + 1 + r.name.size()));
-      variant_w = std::max(variant_w, static_cast<int>(r.variant.size()));
-    }
-    std::printf("  %-*s  %-*s %14s %14s %9s %9s\n", name_w, "chapter", variant_w, "variant",
-                "end-to-end", "device", "speed-up", "verified");
-    for (const Row& r : rows) {
-      char speed[32] = "-";
-      // The backward chapter computes something else: its time is not comparable with chapter 01's.
-      const bool forward = r.name.find("backward") == std::string::npos;
-      if (forward && base > 0 && r.e2e_ms > 0)
-        std::snprintf(speed, sizeof speed, "%.2fx", base / r.e2e_ms);
-      std::printf("  %-*s  %-*s %11.3f ms %11.3f ms %9s %9s\n", name_w,
-                  (r.number + "_" + r.name).c_str(), variant_w, r.variant.c_str(), r.e2e_ms,
-                  r.device_ms, speed, r.verified ? "yes" : "NO");
-    }
-    std::printf(
-        "\n  speed-up: chapter 01's end-to-end time over the chapter's (forward chapters only)\n");
+// Every variant's row of a summary file, with the copy ceiling and the per-step row of its
+// kernel rows (SUMMARY_kernels.tsv beside it).
+std::vector<Row> read_summary(const std::string& path) {
+  std::vector<Row> rows;
+  for (const auto& c : read_tsv(path)) {
+    if (c.size() < 8) continue;
+    rows.push_back({c[0], c[1], c[2], c[6], c[7], std::atof(c[3].c_str()), std::atof(c[4].c_str()),
+                    c[5] == "yes"});
   }
+  const std::string stem = path.size() > 4 && path.substr(path.size() - 4) == ".tsv"
+                               ? path.substr(0, path.size() - 4)
+                               : path;
+  // chapter name variant kernel ms tflops gbs ceiling_pct copy_ceiling_gbs device shape
+  for (const auto& k : read_tsv(stem + "_kernels.tsv")) {
+    if (k.size() < 11) continue;
+    for (Row& r : rows)
+      if (r.number == k[0] && r.variant == k[2] && r.shape == k[10]) {
+        r.ceiling_gbs = std::atof(k[8].c_str());
+        if (k[3] == "per step") {
+          r.step_ms = std::atof(k[4].c_str());
+          r.step_pct = std::atof(k[7].c_str());
+        }
+      }
+  }
+  return rows;
+}
+
+// The kind of work a row did: chapter 11 decodes, chapters 06 and 09 and chapter 10's "_bwd"
+// variants run the backward, the rest the forward.
+std::string work_of(const Row& r) {
+  if (r.number == "11") return "decode";
+  const bool bwd = r.number == "06" || r.number == "09" ||
+                   (r.variant.size() > 4 && r.variant.substr(r.variant.size() - 4) == "_bwd");
+  return bwd ? "backward" : "forward";
+}
+
+// Elements and bytes per element of a shape column ("B=8 D=4096 L=4096 W=4 fp16 ...").
+bool shape_elements(const std::string& shape, double* n, double* e) {
+  long long b = 0, d = 0, l = 0;
+  int w = 0;
+  char dtype[16] = {};
+  if (std::sscanf(shape.c_str(), "B=%lld D=%lld L=%lld W=%d %15s", &b, &d, &l, &w, dtype) != 5)
+    return false;
+  *n = double(b) * double(d) * double(l);
+  *e = std::string(dtype) == "fp32" ? 4 : 2;
+  return true;
+}
+
+// One line of the book: a chapter's headline variant for one kind of work.
+struct BookLine {
+  std::string work, number, name, variant, shape, device;
+  double device_ms = 0, e2e_ms = 0, ceiling_pct = 0, speedup = 0;
+  std::string over;  // the chapter the speed-up is over
+  bool verified = false;
+};
+
+// The book's table: for each kind of work and each chapter its first (headline) variant. Device
+// time: the chapter's kernels (a decoding chapter's, per step). Share: the operator's bytes (x read
+// and out written; for the backward x and dout read and dx written; for a decoding step the
+// chapter's own count, which is the same minimum) over that time, against the copy ceiling of the
+// chapter's own run. Speed-up: device time of the first chapter of the same work and shape over
+// this one's.
+std::vector<BookLine> book_lines(const std::vector<Row>& rows) {
+  std::vector<BookLine> out;
+  for (const char* work : {"forward", "backward", "decode"}) {
+    std::vector<BookLine> group;
+    for (const Row& r : rows) {
+      if (work_of(r) != work) continue;
+      bool seen = false;
+      for (const BookLine& g : group) seen |= g.number == r.number;
+      if (seen) continue;
+      BookLine b;
+      b.work = work;
+      b.number = r.number;
+      b.name = r.name;
+      b.variant = r.variant;
+      b.shape = r.shape;
+      b.device = r.device;
+      b.verified = r.verified;
+      b.e2e_ms = r.e2e_ms;
+      double n = 0, e = 0;
+      if (std::string(work) == "decode") {
+        if (r.step_ms <= 0) continue;  // (a decoding row without its per-step figure)
+        b.device_ms = r.step_ms;
+        b.ceiling_pct = r.step_pct;
+        b.e2e_ms = r.device_ms > 0 ? r.e2e_ms * r.step_ms / r.device_ms : 0;
+      } else {
+        b.device_ms = r.device_ms;
+        if (shape_elements(r.shape, &n, &e) && r.device_ms > 0 && r.ceiling_gbs > 0) {
+          const double bytes = (std::string(work) == "forward" ? 2 : 3) * n * e;
+          b.ceiling_pct = 100.0 * bytes / (r.device_ms * 1e6) / r.ceiling_gbs;
+        }
+      }
+      group.push_back(b);
+    }
+    for (BookLine& b : group)
+      for (const BookLine& first : group)
+        if (first.shape == b.shape && first.device_ms > 0 && b.device_ms > 0) {
+          b.speedup = first.device_ms / b.device_ms;
+          b.over = first.number;
+          break;
+        }
+    out.insert(out.end(), group.begin(), group.end());
+  }
+  return out;
+}
+
+void write_book(const std::vector<BookLine>& lines, const std::string& path) {
+  std::ofstream f(path);
+  f << "work\tchapter\tname\tvariant\tshape\tdevice_ms\tceiling_pct\tspeedup\tover\tend_to_end_"
+       "ms\tverified\tdevice\n";
+  char buf[64];
+  for (const BookLine& b : lines) {
+    f << b.work << '\t' << b.number << '\t' << b.name << '\t' << b.variant << '\t' << b.shape
+      << '\t';
+    std::snprintf(buf, sizeof buf, "%.4f\t%.1f\t", b.device_ms, b.ceiling_pct);
+    f << buf;
+    if (b.speedup > 0)
+      std::snprintf(buf, sizeof buf, "%.2f\t%s\t", b.speedup, b.over.c_str());
+    else
+      std::snprintf(buf, sizeof buf, "-\t-\t");
+    f << buf;
+    std::snprintf(buf, sizeof buf, "%.4f", b.e2e_ms);
+    f << buf << '\t' << (b.verified ? "yes" : "no") << '\t' << b.device << '\n';
+  }
+}
+
+// The table: one block per kind of work, like with like.
+void print_table(const std::vector<BookLine>& lines) {
+  if (lines.empty()) return;
+  int name_w = 7, variant_w = 7;
+  for (const BookLine& b : lines) {
+    name_w = std::max(name_w, static_cast<int>(b.number.size() + 1 + b.name.size()));
+    variant_w = std::max(variant_w, static_cast<int>(b.variant.size()));
+  }
+  std::printf("\nThe book on %s (medians):\n", lines.front().device.c_str());
+  std::string work;
+  for (const BookLine& b : lines) {
+    if (b.work != work) {
+      work = b.work;
+      std::printf("\n%s, %s%s\n", work.c_str(), b.shape.c_str(),
+                  work == "decode" ? " (times per step)" : "");
+      std::printf("  %-*s  %-*s %13s %8s %9s %14s %9s\n", name_w, "chapter", variant_w, "variant",
+                  "device", "share", "speed-up", "end-to-end", "verified");
+    }
+    char speed[32] = "-", device[32], e2e[32];
+    if (b.speedup > 0) std::snprintf(speed, sizeof speed, "%.2fx", b.speedup);
+    if (work == "decode") {
+      std::snprintf(device, sizeof device, "%.2f us", 1000.0 * b.device_ms);
+      std::snprintf(e2e, sizeof e2e, "%.2f us", 1000.0 * b.e2e_ms);
+    } else {
+      std::snprintf(device, sizeof device, "%.3f ms", b.device_ms);
+      std::snprintf(e2e, sizeof e2e, "%.3f ms", b.e2e_ms);
+    }
+    std::printf("  %-*s  %-*s %13s %7.1f%% %9s %14s %9s\n", name_w,
+                (b.number + "_" + b.name).c_str(), variant_w, b.variant.c_str(), device,
+                b.ceiling_pct, speed, e2e, b.verified ? "yes" : "NO");
+  }
+  std::printf(
+      "\n  device: the chapter's kernels; share: the operator's bytes (x and out; x, dout and dx)\n"
+      "  over that time, of the copy ceiling measured in the chapter's own run; speed-up: device\n"
+      "  time over the first chapter's at the same work and shape; end-to-end: the whole run,\n"
+      "  with the host's work and copies where a chapter has them (chapters 01-05 and 07)\n");
 }
 
 }  // namespace
@@ -147,19 +317,22 @@ int main(int argc, char** argv) {
           "usage: conv1d_tour [--out DIR] [--python PATH | --charts-skipped WHY] [--repo DIR] "
           "CHAPTER_EXE...\n"
           "       conv1d_tour --table SUMMARY.tsv\n"
-          "Runs each chapter at its default shape, prints one summary table and draws the\n"
-          "profiling charts into DIR/charts with PATH -m profiling (profiling/ in the repository "
-          "DIR).\n"
-          "--table prints the table of an earlier run's summary file and exits.\n");
+          "Runs each chapter at the book's headline shape for the work it does (forward: %s;\n"
+          "backward: %s; decoding step: %s),\n"
+          "prints one table per kind of work, writes it to DIR/book.tsv and draws the profiling\n"
+          "charts into DIR/charts with PATH -m profiling (profiling/ in the repository DIR).\n"
+          "--table prints the table of an earlier run's summary file (and the _kernels.tsv beside\n"
+          "it) and exits.\n",
+          kForward, kBackward, kDecode);
       return 0;
     }
     if (a == "--table" && i + 1 < argc) {
-      const std::vector<Row> rows = read_summary(argv[i + 1]);
-      if (rows.empty()) {
+      const std::vector<BookLine> lines = book_lines(read_summary(argv[i + 1]));
+      if (lines.empty()) {
         std::fprintf(stderr, "conv1d_tour: no chapter rows in %s\n", argv[i + 1]);
         return 2;
       }
-      print_table(rows);
+      print_table(lines);
       return 0;
     }
     if (a == "--out" && i + 1 < argc) {
@@ -186,19 +359,31 @@ int main(int argc, char** argv) {
   std::vector<std::string> no_gpu, failed;
   for (const std::string& exe : exes) {
     const std::string name = std::filesystem::path(exe).filename().string();
-    const std::string log = out_dir + "/" + name + ".log";
-    std::printf("tour: running %s (log: %s) ...\n", name.c_str(), log.c_str());
-    std::fflush(stdout);
-    const int rc = run(exe, summary, out_dir + "/" + name, log);
-    if (rc == 77) {
-      no_gpu.push_back(name);
-    } else if (rc != 0) {
-      failed.push_back(name + " (exit " + std::to_string(rc) + ", see " + log + ")");
+    int runs = 0;
+    for (const BookRun& b : kBook) {
+      if (name.rfind(std::string("ch") + b.number + "_", 0) != 0) continue;
+      const std::string tag = name + (++runs > 1 ? "_" + std::to_string(runs) : "");
+      const std::string args = std::string(b.shape) + " " + b.extra;
+      const std::string log = out_dir + "/" + tag + ".log";
+      std::printf("tour: running %s %s (log: %s) ...\n", name.c_str(), args.c_str(), log.c_str());
+      std::fflush(stdout);
+      const int rc = run(exe, args, summary, out_dir + "/" + tag, log);
+      if (rc == 77) {
+        if (runs == 1) no_gpu.push_back(name);
+      } else if (rc != 0) {
+        failed.push_back(tag + " (exit " + std::to_string(rc) + ", see " + log + ")");
+      }
     }
+    if (runs == 0) std::printf("tour: %s is not a chapter of the book; skipped\n", name.c_str());
   }
 
   const std::vector<Row> rows = read_summary(summary);
-  if (!rows.empty()) print_table(rows);
+  const std::vector<BookLine> lines = book_lines(rows);
+  if (!lines.empty()) {
+    print_table(lines);
+    write_book(lines, out_dir + "/book.tsv");
+    std::printf("\nwrote %s/book.tsv\n", out_dir.c_str());
+  }
   if (!no_gpu.empty()) {
     std::printf("\nNo GPU was found, so these chapters could not run:");
     for (const std::string& n : no_gpu) std::printf(" %s", n.c_str());
