@@ -8,6 +8,11 @@
 //   phase table, kernel rates against the copy ceiling, the chapter's own report, summary  ->  .npy
 //   and CSV files on request.  Exit 0 only when every variant verified.
 //
+// CONV1D_PARSE_ONLY=1 in the environment stops after the first step: a command line the chapter
+// accepts prints "<exe>: arguments accepted" and exits 0 without looking for a GPU (bad input still
+// exits 2). scripts/docs_commands.py --parse checks every chapter command the pages show this way.
+// CONV1D_REQUIRE_GPU=1 turns the exit 77 of a machine without a GPU into a failure (exit 1).
+//
 // A chapter is a class derived from Chapter that fills in the hooks (flags, memory, problem,
 // variants, report); forward chapters of the GEMM formulation (01-05) describe themselves with the
 // simpler FwdChapter below and run through run_forward_chapter().
