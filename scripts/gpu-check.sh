@@ -8,6 +8,7 @@
 # GPU_CHECK_SECTIONS (a glob over scripts/gpu-check.d/*.sh, default "*") select parts, to split a
 # long check over several calls; GPU_CHECK_CTEST_ARGS adds arguments to ctest (e.g. -E to leave out
 # tests already run elsewhere). GPU_CHECK_ARCHIVE (below) packs OUTDIR into one file at the end.
+# GPU_CHECK_COMMIT names the commit checked where the tree is not a git clone (OUTDIR/check.tsv).
 #
 # Configures for the GPU in this machine, builds with every core, runs all tests (GPU tests must run:
 # CONV1D_REQUIRE_GPU=1 turns "no GPU, skipped" into a failure), runs every chapter at its default
@@ -214,9 +215,25 @@ wants sections && mapfile -t sections < <(LC_COLLATE=C; printf '%s\n' "$root"/sc
 wants sections && for section in "${sections[@]}"; do
   [[ -e $section ]] || continue
   step "section $(basename "$section")"
+  section_start=$SECONDS
   # shellcheck source=/dev/null
   source "$section"
+  # How long each section took (device time is rationed: this plans the calls of a split check).
+  printf '%s\t%s\n' "$(basename "$section")" "$((SECONDS - section_start))" >> "$out/logs/section_seconds.tsv"
 done
+
+# Where the check ran, for results/gpu-check/MANIFEST.md: the commit of the tree, the GPU and its
+# driver, the date, and which steps and sections this call ran.
+{
+  printf 'commit\t%s\n' "${GPU_CHECK_COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}"
+  printf 'tree_clean\t%s\n' "$([[ -z $(git -C "$root" status --porcelain 2>/dev/null) ]] && echo yes || echo no)"
+  printf 'gpu\t%s\n' "$gpu"
+  printf 'date\t%s\n' "$(date -u '+%Y-%m-%d %H:%M UTC')"
+  printf 'steps\t%s\n' "$steps"
+  printf 'chapters\t%s\n' "${GPU_CHECK_CHAPTERS:-*}"
+  printf 'sections\t%s\n' "$sections_glob"
+  printf 'seconds\t%s\n' "$SECONDS"
+} > "$out/check.tsv"
 
 step "summary ($gpu)"
 cat "$summary"
