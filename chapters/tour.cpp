@@ -247,9 +247,12 @@ std::vector<BookLine> book_lines(const std::vector<Row>& rows) {
 }
 
 void write_book(const std::vector<BookLine>& lines, const std::string& path) {
+  char date[32];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
   std::ofstream f(path);
   f << "work\tchapter\tname\tvariant\tshape\tdevice_ms\tceiling_pct\tspeedup\tover\tend_to_end_"
-       "ms\tverified\tdevice\n";
+       "ms\tverified\tdevice\tdate\n";
   char buf[64];
   for (const BookLine& b : lines) {
     f << b.work << '\t' << b.number << '\t' << b.name << '\t' << b.variant << '\t' << b.shape
@@ -262,7 +265,7 @@ void write_book(const std::vector<BookLine>& lines, const std::string& path) {
       std::snprintf(buf, sizeof buf, "-\t-\t");
     f << buf;
     std::snprintf(buf, sizeof buf, "%.4f", b.e2e_ms);
-    f << buf << '\t' << (b.verified ? "yes" : "no") << '\t' << b.device << '\n';
+    f << buf << '\t' << (b.verified ? "yes" : "no") << '\t' << b.device << '\t' << date << '\n';
   }
 }
 

@@ -2,6 +2,7 @@
 
     python -m profiling run   --source builtin|cupti|rocprofv3|nsys --build BUILD_DIR   run and chart
     python -m profiling plot  FOLDER_OR_FILES...                                        chart existing files
+    python -m profiling book  BOOK_TSV [--out PNG]                                      the whole book's chart
     python -m profiling parse FOLDER_OR_FILES...                                        print the table
     python -m profiling compare RUN_DIR                                   CUPTI kernels vs the chapters' events
     python -m profiling sass-lines SRC.csv.gz OUT.md          an ncu source page summed by SASS line

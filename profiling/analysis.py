@@ -63,6 +63,7 @@ class View:
     all_kernels: list = dataclasses.field(default_factory=list)     # every run's kernel rows, this device
     stages: list = dataclasses.field(default_factory=list)          # stage timelines of every run
     run_dates: dict = dataclasses.field(default_factory=dict)       # run -> date from its run_info.json
+    books: list = dataclasses.field(default_factory=list)           # the tour's book tables (book.Book)
 
 
 @dataclasses.dataclass
@@ -145,7 +146,8 @@ def select(ds, run=None, source=None):
     return View(chosen, source, info, device, info.get("date", "date not recorded"), shape, rows, summaries, kernels,
                 all_summaries=list(ds.summaries), all_kernels=[k for k in ds.kernels if k.device == device],
                 stages=list(getattr(ds, "stages", [])),
-                run_dates={r: i.get("date", "") for r, i in ds.runs.items() if i.get("date")})
+                run_dates={r: i.get("date", "") for r, i in ds.runs.items() if i.get("date")},
+                books=list(getattr(ds, "books", [])))
 
 
 # ---- windows of timed runs -------------------------------------------------------------------

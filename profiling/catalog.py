@@ -2,6 +2,14 @@
 file too, so it must stay free of imports beyond the standard library)."""
 
 CHARTS = (
+    ("book.png", "The whole book",
+     "Every chapter's headline kernel at the book's one shape per kind of work, from the tour's book.tsv: "
+     "the forward, the backward and a decoding step, one panel each, titled with its shape. Bars: the "
+     "chapter's device time on a log scale (a decoding step's in µs, per step); at each bar's end its "
+     "share of the copy ceiling (the operator's bytes over that time, against the copy ceiling measured "
+     "in the chapter's own run) and its speed-up over the first chapter of the same work (device time "
+     "against device time). A chapter whose output did not match the reference is hatched and marked "
+     "NOT VERIFIED. Drawn only where the result folder holds book.tsv."),
     ("categories.png", "Where the time goes",
      "Each chapter's pipeline run split into allocations, copies to and from the device, host steps, "
      "kernels and frees: on the left each category's milliseconds per run on a log scale (the outline is "

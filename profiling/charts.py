@@ -1,5 +1,6 @@
-"""The five charts (PNG, matplotlib's Agg backend). Each says what it shows in its title, gives units
-on its axes, and names the device, the date, the source and the shape in its footer."""
+"""The charts (PNG, matplotlib's Agg backend): the whole book's (the tour's book.tsv) and the five of
+a profiling run. Each says what it shows in its title, gives units on its axes, and names the device,
+the date, the source and the shape in its footer."""
 import io
 import math
 import pathlib
@@ -12,7 +13,7 @@ import matplotlib.ticker  # noqa: E402
 import matplotlib.transforms  # noqa: E402
 import numpy as np  # noqa: E402
 
-from profiling import analysis  # noqa: E402
+from profiling import analysis, book  # noqa: E402
 from profiling.catalog import CHART_FILES  # noqa: E402
 from profiling.table import CATEGORIES, FormatError  # noqa: E402
 
@@ -559,13 +560,114 @@ def chart_roofline(view, profiles, path, roofs=None):
     return _save(fig, path)
 
 
+WORK_TITLES = {"forward": "Forward", "backward": "Backward", "decode": "Decoding step"}
+BOOK_NOTE = ("device time: the chapter's kernels; share: the operator's bytes over that time, of the copy ceiling "
+             "measured in the chapter's own run; speed-up: device time over the first chapter's of the same work")
+UNVERIFIED = "#d62728"
+
+
+def _book_value(v, per_step):
+    """A device time at a bar's end: ms for the forward and backward, µs for a decoding step."""
+    return f"{v * 1e3:.3g} µs" if per_step else _ms(v)
+
+
+def chart_book(rows, path, date=None, device=None):
+    """The whole book (the tour's book.tsv, profiling/book.py): one panel per kind of work, one bar
+    per chapter's headline variant, device time on a log axis, with its share of the copy ceiling and
+    its speed-up at the bar's end. A row whose output was not verified is hatched and says so."""
+    rows = [r for r in rows if r.work in book.WORKS]
+    if not rows:
+        raise FormatError("book chart: the book table has no rows")
+    works = [w for w in book.WORKS if any(r.work == w for r in rows)]
+    groups = {w: [r for r in rows if r.work == w] for w in works}
+    heights = [len(groups[w]) + 1.3 for w in works]
+    fig, axes = plt.subplots(len(works), 1, figsize=(12, 1.6 + 0.42 * sum(heights)), layout="constrained",
+                             gridspec_kw=dict(height_ratios=heights), squeeze=False)
+    for ax, w in zip(axes[:, 0], works):
+        group = groups[w]
+        per_step = w == "decode"
+        scale = 1e3 if per_step else 1.0  # the axis in µs for a decoding step
+        shapes = list(dict.fromkeys(r.shape for r in group))
+        y = np.arange(len(group))[::-1]  # the first chapter on top
+        first = group[0].chapter
+        texts = {}
+        for r in group:
+            parts = [_book_value(r.device_ms, per_step), f"{r.ceiling_pct:.1f} % of the copy ceiling"]
+            if r.speedup is not None:
+                if r.over == r.chapter:
+                    parts.append("the baseline")
+                else:
+                    parts.append(f"{_times(r.speedup)}×" + (f" over {r.over}" if r.over and r.over != first else ""))
+            texts[id(r)] = "  ·  ".join(parts)
+        drawn = [r for r in group if r.device_ms > 0]
+        hi_v = max((r.device_ms * scale for r in drawn), default=1.0)
+        lo = min(min((r.device_ms * scale for r in drawn), default=0.1) / 3, hi_v / 10)  # a decade at least
+        # The right end leaves room for each bar's text: a share f of the plot's width (about 880 pixels,
+        # 5.6 pixels a character at 8.5 points) after the bar's end, on a log axis.
+        log_hi = math.log10(hi_v) + 0.3
+        for r in drawn:
+            f = min(0.6, (5.6 * len(texts[id(r)]) + 30) / 880)
+            log_hi = max(log_hi, (math.log10(r.device_ms * scale) - f * math.log10(lo)) / (1 - f))
+        hi = 10 ** log_hi
+        for yi, r in zip(y, group):
+            v = r.device_ms * scale
+            if v <= 0:
+                ax.text(lo * 1.1, yi, "no device time recorded", va="center", fontsize=8, color="#444444")
+                continue
+            ax.barh(yi, v - lo, 0.62, left=lo, color="#2ca02c" if r.verified else "#f4c7c3",
+                    edgecolor="none" if r.verified else UNVERIFIED, hatch=None if r.verified else "///", lw=0.8)
+            ax.annotate(texts[id(r)], (v, yi), xytext=(5, 0), textcoords="offset points", va="center", fontsize=8.5)
+            if not r.verified:
+                ax.annotate("NOT VERIFIED", (v, yi - 0.36), xytext=(5, 0), textcoords="offset points",
+                            va="center", fontsize=8, fontweight="bold", color=UNVERIFIED)
+        labels = [r.label + (f"\n{r.shape}" if len(shapes) > 1 else "") for r in group]
+        ax.set_yticks(y, labels, fontsize=9)
+        for tick, r in zip(ax.get_yticklabels(), group):
+            if not r.verified:
+                tick.set_color(UNVERIFIED)
+                tick.set_fontweight("bold")
+        ax.set_ylim(-0.7, len(group) - 0.3)
+        ax.set_xscale("log")
+        ax.set_xlim(lo, hi)
+        if log_hi - math.log10(lo) < 2.5:  # a short range: ticks at 1, 2 and 5 of each decade
+            ax.xaxis.set_major_locator(matplotlib.ticker.LogLocator(base=10, subs=(1, 2, 5)))
+        _plain_log(ax.xaxis)
+        ax.grid(axis="x", alpha=0.3, which="both")
+        ax.set_xlabel("device time per step (µs, log scale)" if per_step else "device time (ms, log scale)",
+                      fontsize=9)
+        where = shapes[0] if len(shapes) == 1 else "shapes differ (under each chapter's name)"
+        ax.set_title(f"{WORK_TITLES[w]}: {where}" + (", times per step" if per_step else ""), fontsize=10,
+                     loc="left")
+    fig.suptitle("The whole book: each chapter's headline kernel at one shape per kind of work", fontsize=12)
+    devices = list(dict.fromkeys(r.device for r in rows if r.device))
+    notes = [BOOK_NOTE]
+    bad = [r for r in rows if not r.verified]
+    if bad:
+        notes.append("NOT VERIFIED (hatched): " + "; ".join(f"{r.work} {r.label}" for r in bad)
+                     + ": its output did not match the reference in this run, so its time is no result")
+    _footer_parts(fig, [device or " and ".join(devices) or "device not recorded", date or "date not recorded",
+                        "source: the tour's book.tsv"], _wrap("\n".join(notes), 170))
+    return _save(fig, path)
+
+
+def _chart_book_of(view, path, log):
+    """book.png from the book table among the loaded files (draw_all): skipped when there is none."""
+    chosen, others = book.pick(getattr(view, "books", []), view.run)
+    if chosen is None:
+        raise FormatError(f"no {book.BOOK_FILE} (the tour's table of the whole book) in the input")
+    if others:
+        log(f"profiling: book.png from {chosen.file}; not drawn: {', '.join(b.file for b in others)}")
+    return chart_book(chosen.rows, path, chosen.date)
+
+
 def draw_all(view, profiles, out_dir, timeline_chapter=None, log=print):
     """Draws every chart the data allows; returns the paths. A chart without data is reported, not
     drawn empty; no chart at all is an error."""
     out = pathlib.Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     drawn = []
-    draw_one = {"categories.png": lambda p: chart_categories(view, profiles, p),
+    draw_one = {"book.png": lambda p: _chart_book_of(view, p, log),
+                "categories.png": lambda p: chart_categories(view, profiles, p),
                 "top_kernels.png": lambda p: chart_top_kernels(view, profiles, p),
                 "ladder.png": lambda p: chart_ladder(view, profiles, p),
                 "timeline.png": lambda p: chart_timeline(view, profiles, p, timeline_chapter),

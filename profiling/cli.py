@@ -1,9 +1,9 @@
-"""The command line: run, plot, parse, compare, sass-lines (python -m profiling --help)."""
+"""The command line: run, plot, book, parse, compare, sass-lines (python -m profiling --help)."""
 import argparse
 import pathlib
 import sys
 
-from profiling import analysis, load, sass_lines, table
+from profiling import analysis, book, load, sass_lines, table
 from profiling.catalog import VARIANT_RUNS
 from profiling.table import FormatError
 
@@ -16,6 +16,8 @@ def _plot(paths, out, args):
         view.device = args.device
     if getattr(args, "date", None):
         view.date = args.date
+        for b in view.books:  # the book's label too (the tour passes the date of its own run)
+            b.date = args.date
     profiles = analysis.chapter_profiles(view)
     from profiling import charts  # matplotlib only where charts are drawn
     print(f"profiling: charts of {view.run} ({view.source}, {view.device}, {view.date})")
@@ -35,6 +37,15 @@ def cmd_plot(args):
     first = pathlib.Path(args.paths[0])
     out = args.out or (first / "charts" if first.is_dir() else first.parent / "charts")
     _plot(args.paths, out, args)
+    return 0
+
+
+def cmd_book(args):
+    b = book.read_book(args.book_tsv, args.date)
+    out = pathlib.Path(args.out) if args.out else pathlib.Path(args.book_tsv).parent / "book.png"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    from profiling import charts  # matplotlib only where charts are drawn
+    print(charts.chart_book(b.rows, out, b.date, args.device))
     return 0
 
 
@@ -132,6 +143,15 @@ def build_parser():
     p.add_argument("--out", help="folder for the PNG files (default: charts/ inside the first folder)")
     _add_chart_options(p)
     p.set_defaults(func=cmd_plot)
+
+    p = sub.add_parser("book", help="draw the chart of the whole book (book.png) from the tour's book.tsv",
+                       description=book.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("book_tsv", metavar="BOOK_TSV", help="the tour's table (e.g. results/gpu-check/book.tsv)")
+    p.add_argument("--out", metavar="PNG", help="the chart's file (default: book.png beside BOOK_TSV)")
+    p.add_argument("--date", help="date for the label (default: the table's date column, else run_info.json "
+                                  "beside it, else 'date not recorded')")
+    p.add_argument("--device", help="device name for the label (default: the table's device column)")
+    p.set_defaults(func=cmd_book)
 
     p = sub.add_parser("parse", help="print the normalised table of the given files")
     p.add_argument("paths", nargs="+")

@@ -6,6 +6,7 @@ formats"), and docs/profiling.md shows how each file is produced.
 import dataclasses
 import re
 
+from profiling.book import is_book_header
 from profiling.csvread import find_table, read_text, split_lines
 from profiling.table import (FormatError, api_category, copy_direction, stat_row, strip_api_version,
                              trace_row)
@@ -99,6 +100,8 @@ def detect(path, text):
         return None
     if name.endswith(".tsv"):
         head = set(text.split("\n", 1)[0].rstrip("\r").split("\t"))
+        if is_book_header(head, name):  # first: it has a summary's chapter, variant and end_to_end_ms too
+            return Detected("book")
         what = project_table(head, PROJECT_TSV)  # first: the table of variant runs has a summary's columns too
         if what:
             return Detected("unused", what)
@@ -488,7 +491,7 @@ def parse_file(path, ctx, text=None, detected=None):
     text = read_text(path) if text is None else text
     d = detected or detect(path, text)
     if d is None or d.fmt in ("unknown", "unused", "run-info", "summary", "summary-kernels", "rocprof-agent-info",
-                              "stage-timeline"):
+                              "stage-timeline", "book"):
         raise FormatError(f"{path}: not a profile file profiling/ reads (expected the chapters' _stats.csv / "
                           f"_trace.csv, rocprofv3 or rocprof CSV, nsys stats CSV or ncu raw CSV)")
     if d.fmt == "builtin-stats":

@@ -11,6 +11,8 @@ belongs to.
   file (the tracer always writes those), otherwise from rocprofv3.
 - A stage timeline (chapter 07's --timeline file, e.g. ch07_timeline.tsv) belongs to the chapter of
   the same number in a summary table of the same run.
+- The tour's table of the whole book (book.tsv, profiling/book.py) is kept apart: the book chart is
+  drawn from it, no other chart reads it. Its date is its run's (run_info.json), where it has one.
 """
 import dataclasses
 import json
@@ -18,7 +20,7 @@ import pathlib
 import re
 import sys
 
-from profiling import formats
+from profiling import book, formats
 from profiling.csvread import read_text
 from profiling.table import Context, FormatError
 
@@ -39,6 +41,7 @@ class Dataset:
     runs: dict = dataclasses.field(default_factory=dict)      # run -> run_info (or {})
     agents: dict = dataclasses.field(default_factory=dict)    # run -> GPU names from rocprofv3 agent info
     stages: list = dataclasses.field(default_factory=list)    # formats.Stage of stage timeline files
+    books: list = dataclasses.field(default_factory=list)     # book.Book of the tour's book.tsv files
     notes: list = dataclasses.field(default_factory=list)     # files ignored, reports skipped
 
 
@@ -129,6 +132,10 @@ def load(paths, explicit=False):
             ds.agents.setdefault(run, []).extend(formats.parse_agent_info(f, text))
         elif d.fmt == "stage-timeline":
             ds.stages += formats.parse_stage_timeline(f, text, run)
+        elif d.fmt == "book":
+            ds.books.append(book.parse_book(f, text, run))
+            if explicit:
+                ds.notes.append(f"{f}: the tour's book table, not a profile: draw it with python -m profiling book")
         elif d.fmt == "unused":
             # A known file the charts do not need (rocprofv3 counters, the project's own side tables):
             # said only when it was named on its own.
@@ -141,6 +148,8 @@ def load(paths, explicit=False):
         else:
             found.append((f, run_dir, text, d))
 
+    for b in ds.books:
+        b.date = b.date or ds.runs.get(b.run, {}).get("date", "")
     known = {}  # run -> chapter -> variants in summary order
     for s in ds.summaries:
         vs = known.setdefault(s.run, {}).setdefault(s.chapter, [])

@@ -210,6 +210,7 @@ MALFORMED = {
     "nsys_no_header_cuda_gpu_kern_sum.csv": "named like an nsys kernel report, but no header line",
     "unquoted_comma_kernel_trace.csv": "unquoted_comma_kernel_trace.csv:2: 9 cells where the header has 8",
     "empty_kernel_stats.csv": "named like rocprof statistics, but its first line is not the expected header",
+    "missing_column_book.tsv": "missing_column_book.tsv: no column 'ceiling_pct' (a book table",
 }
 
 
