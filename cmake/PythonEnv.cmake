@@ -58,6 +58,19 @@ function(conv1d_add_python_tests)
   if(CONV1D_PYTHON_PLAIN)
     add_test(NAME docs.in_sync
              COMMAND ${CONV1D_PYTHON_PLAIN} ${PROJECT_SOURCE_DIR}/scripts/docs_sync.py --check)
+    # Every command the pages show, checked without a GPU (scripts/docs_commands.py --parse): each
+    # chapter command's flags through the chapter built here (CONV1D_PARSE_ONLY=1), profiling/'s and
+    # the scripts' options against their --help, cmake presets and targets, ctest selections. It runs
+    # the chapter executables of this build tree, which the build makes before CTest runs; the GPU
+    # check runs the same commands for real (scripts/gpu-check.d/70-docs-commands.sh).
+    add_test(NAME docs.commands_parse
+             COMMAND ${CONV1D_PYTHON_PLAIN} ${PROJECT_SOURCE_DIR}/scripts/docs_commands.py --parse
+                     --build ${PROJECT_BINARY_DIR})
+    # The extractor and both modes on a made-up page and build tree (a bad flag must fail), and chapter
+    # 01's CONV1D_PARSE_ONLY in this build tree.
+    add_test(NAME scripts.docs_commands
+             COMMAND ${CONV1D_PYTHON_PLAIN} ${PROJECT_SOURCE_DIR}/tests/scripts/test_docs_commands.py)
+    set_tests_properties(scripts.docs_commands PROPERTIES ENVIRONMENT "CONV1D_BUILD_DIR=${PROJECT_BINARY_DIR}")
     # Chapter 10's goals table from the GPU check's files (scripts/ch10_goals.py), on made-up files
     # at the limits and on a committed check's.
     add_test(NAME scripts.ch10_goals
