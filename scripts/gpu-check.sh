@@ -208,6 +208,36 @@ sanitize_shapes() {
   done
 }
 
+# large_run FOLDER [--shape "FLAGS"] EXTRA_FLAGS...: one chapter at 2^31 + 4096 elements (B=1 D=4096
+# L=524289, one run: what is checked is the answer, not the time), or at FLAGS; passes when it
+# verifies every output. Its row says how long it took (sections 60-62-large).
+large_run() {
+  local folder=$1
+  shift
+  local shape=(--batch 1 --dim 4096 --seqlen 524289 --width 4 --iters 1 --warmup 0)
+  if [[ ${1:-} == --shape ]]; then
+    read -r -a shape <<< "$2"
+    shift 2
+  fi
+  local name=ch$folder exe=$build/chapters/$folder/ch$folder
+  local tag="2^31 elements${*:+ $*}"
+  local log
+  log=$out/logs/large_${name}$(printf '_%s' "$@" | tr -c 'A-Za-z0-9_.\n-' '_').log
+  local start=$SECONDS
+  step "$name at $tag"
+  if [[ ! -x $exe ]]; then
+    row "$name" "$tag" FAIL "$exe not built"
+    return
+  fi
+  if "$exe" "${shape[@]}" "$@" --summary "$out/results/large_2e31.tsv" > "$log" 2>&1 && grep -q '^VERIFIED' "$log"; then
+    row "$name" "$tag" pass "$((SECONDS - start)) s; $(grep -E '^  (PASS|FAIL)' "$log" | head -n 1 | cut -c1-100)"
+  else
+    row "$name" "$tag" FAIL "$((SECONDS - start)) s; see logs/$(basename "$log")"
+    tail -n 15 "$log"
+  fi
+}
+
+
 # Further sections (benchmarks, profiler checks), one file each, sourced in name order, byte by
 # byte (49 before 49b and 49c whatever the locale; a UTF-8 collation ignores the '-'). They may use
 # row, step, $out, $build, $root and $chapters, and write result files under $out/results.

@@ -11,9 +11,9 @@
 # About four minutes on an H100 (chapters 01-04 spend seconds a run on the host at this shape).
 
 step "book: every chapter at the headline shapes (the tour)"
-# shellcheck disable=SC2086  # $chapters: one executable a line, a list on purpose
 book_dir=$out/logs/book
 book_start=$SECONDS
+# shellcheck disable=SC2086  # $chapters: one executable a line, a list on purpose
 if "$build/conv1d_tour" --out "$book_dir" --charts-skipped "the GPU check draws them in its profiling section" \
      $chapters > "$out/logs/book.log" 2>&1 && [[ -s $book_dir/book.tsv ]]; then
   cp "$book_dir/book.tsv" "$out/results/book.tsv"
