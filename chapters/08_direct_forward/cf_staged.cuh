@@ -71,6 +71,7 @@ __global__ void __launch_bounds__(kStagedThreads)
   };
   auto stage_of = [&](int64_t i) { return staged + (i % kStagedStages) * kStagedStageVectors; };
 
+  // [docs:ch08_cf_staged_pipeline]
   // The copies of this block's tile i (none past its last tile): one group a call.
   auto fetch = [&](int64_t i) {
     if (i < count) {
@@ -114,7 +115,9 @@ __global__ void __launch_bounds__(kStagedThreads)
     async_wait<kStagedStages - 2>();
     __syncthreads();
     fetch(i + kStagedStages - 1);
+    // [/docs:ch08_cf_staged_pipeline]
 
+    // [docs:ch09_base_cf_vectors]
     const Bytes16* stage = stage_of(i);
 #pragma unroll
     for (int j = 0; j < kStagedMine; ++j) {
@@ -132,6 +135,7 @@ __global__ void __launch_bounds__(kStagedThreads)
       for (int o = 0; o < kPer; ++o) y[o] = conv_output<W, false>(f, &win.v[o], 0, a.silu);
       store16_unordered(a.out + row[j] * a.seqlen + t0[j], from_floats<T, kPer>(y));
     }
+    // [/docs:ch09_base_cf_vectors]
   }
   async_wait_all();  // (the groups past the last tile are empty)
 }

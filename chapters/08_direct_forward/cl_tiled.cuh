@@ -99,6 +99,7 @@ __device__ __forceinline__ bool cl_place(const DirectArgs<T>& a, const FastDivmo
   return true;
 }
 
+// [docs:ch08_cl_tiled_kernel]
 template <class T, int W, int N, int kRows>
 __global__ void conv_fwd_cl_tiled(DirectArgs<T> a, FastDivmod by_cols, FastDivmod by_tiles) {
   static_assert(kRows % kTileBatch == 0, "rows come in batches");
@@ -118,6 +119,7 @@ __global__ void conv_fwd_cl_tiled(DirectArgs<T> a, FastDivmod by_cols, FastDivmo
   else
     cl_tile<false, T, W, N, kRows>(a, x, out, t0, f, win);
 }
+// [/docs:ch08_cl_tiled_kernel]
 // [/docs:ch08_cl_tiled]
 
 // Rows per thread: the most (of `max_rows`, 16, 8) that still give every multiprocessor `kFill`

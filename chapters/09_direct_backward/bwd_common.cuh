@@ -60,6 +60,7 @@ __device__ __forceinline__ float dz_at(const Filter<W>& f, const float* x_window
   return dout * silu_grad_f32(z);
 }
 
+// [docs:ch09_sums]
 // A unit's W+1 sums (dweight[0..W-1], dbias) for one channel.
 template <int W>
 struct GradSums {
@@ -99,5 +100,6 @@ __device__ __forceinline__ void emit_sums(const BwdArgs<T>& a, int64_t unit_row,
 struct PartialLayout {
   int64_t count1, stride1, count2, stride2, stride_d;
 };
+// [/docs:ch09_sums]
 
 }  // namespace conv1d::ch09

@@ -125,6 +125,7 @@ __global__ void conv_bwd_cf(BwdArgs<T> a, FastDivmod by_chunks, FastDivmod by_di
         dz_next[i] = p_next + i < len ? dz_at<W>(f, &win[i], to_float(g_after.v[i]), a.silu) : 0.0f;
     }
 
+    // [docs:ch09_cf_fused_dz_ahead]
     // dz at the vector's positions (zero past L), then at the W-1 after them: the lane above's
     // first ones; lane 31 has them from lane 0's next vector.
     float dz[kPer + (W - 1)];
@@ -138,6 +139,7 @@ __global__ void conv_bwd_cf(BwdArgs<T> a, FastDivmod by_chunks, FastDivmod by_di
       dz[kPer + i] = lane < kWarpLanes - 1 ? above : dz_next[i];
       dz_next[i] = lane0;  // what lane 31's vector j - 1 has ahead of it
     }
+    // [/docs:ch09_cf_fused_dz_ahead]
 
     // dx (dz[t] reaches dx[s] through tap k = s + (W-1) - t), and the vector's terms of the sums
     // (x before t = 0 is zero in xw, dz past L is zero).

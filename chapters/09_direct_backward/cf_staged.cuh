@@ -137,6 +137,7 @@ __global__ void __launch_bounds__(kStagedThreads)
     __syncthreads();
     fetch(i + kStages - 1);
 
+    // [docs:ch09_cf_staged_vectors]
     const Bytes16 *xs = x_stage(i), *gs = dout_stage(i);
     GradSums<W> sums[whole_rows ? kStagedMine : 1];  // whole rows: a group of 32 vectors each
 #pragma unroll
@@ -187,6 +188,7 @@ __global__ void __launch_bounds__(kStagedThreads)
       }
       store16_unordered(a.dx + row[j] * a.seqlen + t0[j], ch08::from_floats<T, kPer>(y));
     }
+    // [/docs:ch09_cf_staged_vectors]
 
     // The units, in a fixed order: a piece of a row takes one butterfly over each warp; whole rows
     // take a butterfly for each group of 32 vectors (a group lies in one row). Then each row's

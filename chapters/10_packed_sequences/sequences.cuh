@@ -709,6 +709,7 @@ struct Varlen {
   __host__ __device__ int64_t edge_units(int64_t) const { return states_out ? sequences : 0; }
   template <int W, int N>
   __device__ __noinline__ void edge_work(const DirectArgs<T> a, int64_t n, int64_t d0) const {
+    // [docs:ch10_varlen_cache_row]
     const int32_t s = slot(int32_t(n));
     if (s < 0) return;
     const int64_t start = cu_seqlens[n], end = cu_seqlens[n + 1];
@@ -725,6 +726,7 @@ struct Varlen {
     load_states<T, N, W>(states_in, (s * dim + d0) * (W - 1), st);
     Filter<W> f[N];
     ch08::load_filters<W, N>(a, d0, f);
+    // [/docs:ch10_varlen_cache_row]
 
     if (states_in)
 #pragma unroll

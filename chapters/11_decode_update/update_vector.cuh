@@ -125,7 +125,9 @@ __device__ __forceinline__ void step_group(const Bytes16 (&x_bits)[kTokens],
 // The most chunks of 16 bytes a lane deals at once: its tokens or outputs (T), or its state (W-1).
 template <int W, int kTokens>
 constexpr int kLongestRun = kTokens > W - 1 ? kTokens : W - 1;
+// [/docs:ch11_group]
 
+// [docs:ch11_vector_head]
 // kSpans: how the warp reads and writes its lanes' runs of tokens, states and outputs, each lane
 // its own or the warp its whole span (warp_runs.cuh; the launch chooses, update.cuh).
 template <class T, int W, int kTokens, bool kSpans>
@@ -141,7 +143,9 @@ __global__ void decode_update_vector(StepArgs<T> a, FastDivmod blocks_per_row) {
   if (g0 >= groups) return;
   const int lanes = static_cast<int>(groups - g0 < kWarpLanes ? groups - g0 : kWarpLanes);
   Bytes16* stage = shared_chunks + (threadIdx.x - lane) * kLongestRun<W, kTokens>;
+  // [/docs:ch11_vector_head]
 
+  // [docs:ch11_vector_loads]
   // 0. Launched early (update.cuh), the step starts while the one before it finishes. The filters
   //    do not change while decoding: they load before the wait, everything else after it. (A lane
   //    past the row's end reads the last group's and stores nothing.)
@@ -166,7 +170,9 @@ __global__ void decode_update_vector(StepArgs<T> a, FastDivmod blocks_per_row) {
   Bytes16* state = reinterpret_cast<Bytes16*>(a.state + (row * a.dim + g0 * N) * S);
   Bytes16 old[S];
   fetch_chunks<kSpans, S>(state, lanes * S, lane, old);
+  // [/docs:ch11_vector_loads]
 
+  // [docs:ch11_vector_finish]
   // 3. Each lane's runs of tokens and states; its outputs and new state; back to what the warp
   //    stores. kIn and kOut are the circular buffer's rotation, made compile-time constants; the
   //    branch on it comes before the dealing, so that the position is read while the states are
@@ -189,6 +195,6 @@ __global__ void decode_update_vector(StepArgs<T> a, FastDivmod blocks_per_row) {
     finish(r, std::integral_constant<int, (R + kTokens) % S>{});
   });
 }
-// [/docs:ch11_group]
+// [/docs:ch11_vector_finish]
 
 }  // namespace conv1d::ch11

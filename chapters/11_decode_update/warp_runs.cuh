@@ -47,6 +47,7 @@ __host__ __device__ constexpr int stage_slot(int p) {
   return K == 4 ? p ^ ((p >> 3) & 7) : p;
 }
 
+// [docs:ch11_warp_runs]
 // raw[v] = chunk chunk_of(v, lane) of the span `src` of n chunks. Past n, the lane reads the span's
 // last chunk again (only lanes whose own run lies past n get those chunks, and they store nothing).
 //
@@ -77,6 +78,7 @@ __device__ __forceinline__ void deal_runs(V (&raw)[K], V* stage, int lane) {
     sync_warp();  // (stage is free again)
   }
 }
+// [/docs:ch11_warp_runs]
 
 // The way back: the lane's run into what put_chunks writes.
 template <bool kSpans, int K, class V>
