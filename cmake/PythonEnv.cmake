@@ -83,6 +83,10 @@ function(conv1d_add_python_tests)
     # Compute's medians by kernel and cuobjdump's registers, on made-up files.
     add_test(NAME scripts.result_tables
              COMMAND ${CONV1D_PYTHON_PLAIN} ${PROJECT_SOURCE_DIR}/tests/scripts/test_result_tables.py)
+    # The parts of a GPU check split over several device calls become results/gpu-check only when
+    # they name one commit and one GPU, with no failed row (scripts/results_manifest.py).
+    add_test(NAME scripts.results_manifest
+             COMMAND ${CONV1D_PYTHON_PLAIN} ${PROJECT_SOURCE_DIR}/tests/scripts/test_results_manifest.py)
     # results/ holds what the pages, README, tests and scripts read: no script or patch, no file
     # nothing reads (the history of experiments stays in git).
     add_test(NAME results.only_what_is_read
