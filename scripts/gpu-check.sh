@@ -10,12 +10,21 @@
 # tests already run elsewhere). GPU_CHECK_ARCHIVE (below) packs OUTDIR into one file at the end.
 # GPU_CHECK_COMMIT names the commit checked where the tree is not a git clone (OUTDIR/check.tsv).
 #
+# A complete check takes more device time than one call (about 70 minutes on an H100), so it is
+# split into parts, GPU_CHECK_PART=N (each meant to fit a ten-minute call; the first builds, the
+# others take --skip-build on the same machine), joined afterwards by scripts/results_manifest.py:
+#   1 build + ctest          2 chapters 01-07          3 chapters 08-11
+#   4 sections 15-45         5 sections 48, 49         6 sections 49b, 50
+#   7 section 49c            8 sections 60, 61         9 sections 62, 70
+# The GPU_CHECK_STEPS, _CHAPTERS and _SECTIONS given beside it win over the part's.
+#
 # Configures for the GPU in this machine, builds with every core, runs all tests (GPU tests must run:
 # CONV1D_REQUIRE_GPU=1 turns "no GPU, skipped" into a failure), runs every chapter at its default
 # shape (with phase CSVs) and at odd shapes for each dtype it supports, runs compute-sanitizer
 # (memcheck, racecheck, initcheck, synccheck) on every chapter at a small shape, and prints a summary
 # table. Logs, result files and summary.md go to OUTDIR. Exit 0 only when every step passed.
 set -uo pipefail
+shopt -s extglob  # (the parts' globs below: @(a|b))
 
 out=${1:?usage: scripts/gpu-check.sh OUTDIR [--skip-build]}
 skip_build=${2:-}
@@ -45,8 +54,23 @@ printf '| step | what | result | note |\n|---|---|---|---|\n' > "$summary"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$out/logs/gpu.txt" 2>&1 || true
 gpu=$(head -n1 "$out/logs/gpu.txt")
 
-steps=${GPU_CHECK_STEPS:-ctest chapters sections}
-sections_glob=${GPU_CHECK_SECTIONS:-*}
+part_steps="ctest chapters sections" part_chapters="*" part_sections="*"
+case ${GPU_CHECK_PART:-} in
+  "") ;;
+  1) part_steps="ctest" ;;
+  2) part_steps="chapters" part_chapters="ch0[1-7]_*" ;;
+  3) part_steps="chapters" part_chapters="ch@(0[89]|1[01])_*" ;;
+  4) part_steps="sections" part_sections="@(15|20|30|40|45)-*" ;;
+  5) part_steps="sections" part_sections="@(48|49)-*" ;;
+  6) part_steps="sections" part_sections="@(49b|50)-*" ;;
+  7) part_steps="sections" part_sections="49c-*" ;;
+  8) part_steps="sections" part_sections="@(60|61)-*" ;;
+  9) part_steps="sections" part_sections="@(62|70)-*" ;;
+  *) echo "gpu-check.sh: GPU_CHECK_PART must be 1..9, not '$GPU_CHECK_PART'" >&2; exit 2 ;;
+esac
+steps=${GPU_CHECK_STEPS:-$part_steps}
+sections_glob=${GPU_CHECK_SECTIONS:-$part_sections}
+GPU_CHECK_CHAPTERS=${GPU_CHECK_CHAPTERS:-$part_chapters}
 wants() { [[ " $steps " == *" $1 "* ]]; }
 
 if [[ $skip_build != --skip-build || ! -f $build/build.ninja ]]; then
@@ -259,6 +283,7 @@ done
   printf 'tree_clean\t%s\n' "$([[ -z $(git -C "$root" status --porcelain 2>/dev/null) ]] && echo yes || echo no)"
   printf 'gpu\t%s\n' "$gpu"
   printf 'date\t%s\n' "$(date -u '+%Y-%m-%d %H:%M UTC')"
+  printf 'part\t%s\n' "${GPU_CHECK_PART:-all}"
   printf 'steps\t%s\n' "$steps"
   printf 'chapters\t%s\n' "${GPU_CHECK_CHAPTERS:-*}"
   printf 'sections\t%s\n' "$sections_glob"

@@ -7,8 +7,10 @@ Each PART_DIR is the OUTDIR of one scripts/gpu-check.sh call: its check.tsv says
 (name, driver, memory), date, steps, chapters and sections that call ran, its summary.md the rows.
 The parts must name one commit and one GPU model and driver (else exit 1, nothing written): the
 folder is then one check of one commit on one GPU model. The result files of all parts are copied
-into --out (a file written by two parts is an error), MANIFEST.md lists the parts, and
-gpu_check_summary.md is every part's summary table in one. Standard library only.
+into --out; a table (.tsv) written by several parts with the same header, as the chapters' --summary
+files are appended to, becomes one table with every part's rows, in the parts' order; any other
+file written by two parts is an error. MANIFEST.md lists the parts, and gpu_check_summary.md is every
+part's summary table in one. Standard library only.
 """
 import argparse
 import pathlib
@@ -52,23 +54,32 @@ def main(argv=None):
             print(f"{p}: {r}", file=sys.stderr)
         print(f"{len(failed)} failed row(s): a check with failures is not committed", file=sys.stderr)
         return 1
-    sources = {}
+    sources = {}  # relative path -> the parts that wrote it
     for p in a.parts:
         for f in sorted((p / "results").rglob("*")):
             if f.is_file():
-                rel = f.relative_to(p / "results")
-                if rel in sources:
-                    print(f"{rel}: written by two parts ({sources[rel]} and {p})", file=sys.stderr)
-                    return 1
-                sources[rel] = p
+                sources.setdefault(f.relative_to(p / "results"), []).append(p)
+    for rel, parts in sources.items():
+        if len(parts) == 1:
+            continue
+        headers = {(q / "results" / rel).read_text().split("\n", 1)[0] for q in parts}
+        if rel.suffix != ".tsv" or len(headers) != 1:
+            print(f"{rel}: written by two parts ({', '.join(map(str, parts))}), and not one table",
+                  file=sys.stderr)
+            return 1
     if a.check_only:
         print(f"{len(a.parts)} part(s) of one check: commit {infos[0]['commit']}, {infos[0]['gpu']}; "
               f"{len(sources)} result file(s)")
         return 0
     a.out.mkdir(parents=True, exist_ok=True)
-    for rel, p in sources.items():
+    for rel, parts in sources.items():
         (a.out / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(p / "results" / rel, a.out / rel)
+        if len(parts) == 1:
+            shutil.copy2(parts[0] / "results" / rel, a.out / rel)
+            continue
+        texts = [(q / "results" / rel).read_text() for q in parts]
+        rows = [line for t in texts for line in t.splitlines()[1:] if line]
+        (a.out / rel).write_text("\n".join([texts[0].split("\n", 1)[0], *rows]) + "\n")
     lines = ["# What is in results/gpu-check, and where it came from", "",
              f"One GPU check of commit {infos[0]['commit']} on {infos[0]['gpu']} (name, driver, memory), "
              f"run by `scripts/gpu-check.sh` in {len(a.parts)} call(s) of the GPU machine and assembled by "

@@ -8,7 +8,8 @@
 #   book.tsv                                   the table: work, chapter, headline variant, device
 #                                              time, share of the copy ceiling, speed-up, end-to-end
 #   book_summary.tsv, book_summary_kernels.tsv the chapters' --summary rows it was made from
-# About four minutes on an H100 (chapters 01-04 spend seconds a run on the host at this shape).
+# Not yet timed on a GPU; estimated at about four minutes on an H100 (chapters 01-04 spend about a
+# second a run on the host and in their naive GEMM at this shape).
 
 step "book: every chapter at the headline shapes (the tour)"
 book_dir=$out/logs/book

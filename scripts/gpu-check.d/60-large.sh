@@ -15,8 +15,9 @@
 # host and days of naive GEMM; chapter 05 runs its sparse GEMM only. Each run's row says how long it
 # took: the host's work (inputs, transposes, references and checks of 2^31 elements) takes minutes
 # where the GPU's takes milliseconds, so the runs are split over three sections that each fit a
-# ten-minute call (measured on an H100 host of 16 cores: this one about 4 minutes, 61-large about 6,
-# 62-large about 5). large_run is in scripts/gpu-check.sh.
+# ten-minute call. Estimated from runs of 1 warm-up + 2 timed runs measured on an H100 host of 16
+# cores (chapter 05 215 s, 06 49 s, 07 39 s, 08 82 s, chapter 10's four 87, 107, 39 and 54 s): this
+# section about 4 minutes, 61-large about 6, 62-large about 5. large_run is in scripts/gpu-check.sh.
 
 rm -f "$out/results/large_2e31.tsv" "$out/results/large_2e31_kernels.tsv" "$out/results/reference_2e31.tsv"
 

@@ -53,12 +53,25 @@ class Manifest(unittest.TestCase):
         self.assertIn("| 2 | 2026-12-07 10:00 UTC | ctest |", manifest)
         self.assertEqual((out / "gpu_check_summary.md").read_text().count("| pass |"), 3)
 
+    def test_tables_of_several_parts_become_one(self):
+        a = part(self.root, "a", files=())
+        b = part(self.root, "b", files=())
+        (a / "results" / "s.tsv").write_text("chapter\tms\n01\t1.0\n")
+        (b / "results" / "s.tsv").write_text("chapter\tms\n08\t0.2\n10\t0.3\n")
+        out = self.root / "out"
+        self.assertEqual(run(a, b, "--out", out)[0], 0)
+        self.assertEqual((out / "s.tsv").read_text(), "chapter\tms\n01\t1.0\n08\t0.2\n10\t0.3\n")
+        (b / "results" / "s.tsv").write_text("other\theader\n")
+        rc, err = run(a, b, "--out", self.root / "out2")
+        self.assertEqual(rc, 1)
+        self.assertIn("not one table", err)
+
     def test_refused(self):
         cases = {
             "commit": (part(self.root, "c1"), part(self.root, "c2", commit="fff0000", files=("z.tsv",))),
             "gpu": (part(self.root, "g1"), part(self.root, "g2", gpu="GPU Y", files=("z.tsv",))),
             "failed": (part(self.root, "f1", rows=("| ch01 | default | FAIL | see log |",)),),
-            "two parts": (part(self.root, "t1"), part(self.root, "t2")),
+            "not one table": (part(self.root, "t1"), part(self.root, "t2")),
         }
         for why, parts in cases.items():
             out = self.root / ("out_" + why.replace(" ", "_"))
