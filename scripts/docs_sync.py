@@ -82,6 +82,9 @@ def pinned_text(rev, path):
     return shown.stdout
 
 
+MARKER_LINE = re.compile(r"^// \[/?docs:[\w.-]+\]$")
+
+
 def region_lines(path, region):
     """The lines of a marked region of a source file."""
     src = ROOT / path
@@ -92,7 +95,8 @@ def region_lines(path, region):
     end = [i for i, l in enumerate(lines) if l.strip() == f"// [/docs:{region}]"]
     if len(begin) != 1 or len(end) != 1 or end[0] <= begin[0]:
         raise DocError(f"{path}: region '{region}' must be marked once by // [docs:{region}] ... // [/docs:{region}]")
-    return lines[begin[0] + 1:end[0]]
+    # Markers of regions nested inside this one are not shown: they are the docs' bookkeeping.
+    return [l for l in lines[begin[0] + 1:end[0]] if not MARKER_LINE.match(l.strip())]
 
 
 def source_region(path, region):

@@ -51,6 +51,7 @@ __device__ __forceinline__ void cl_fetch(const DirectArgs<T>& a, const T* x, int
   async_commit();
 }
 
+// [docs:ch08_cl_staged_kernel]
 template <class T, int W, int N, int kRows>
 __global__ void __launch_bounds__(kClTiledThreads, kClStagedMinBlocks)
     conv_fwd_cl_staged(DirectArgs<T> a, FastDivmod by_cols, FastDivmod by_tiles) {
@@ -93,6 +94,7 @@ __global__ void __launch_bounds__(kClTiledThreads, kClStagedMinBlocks)
     cl_fetch<T, N, kBatches>(a, x, t0, i + kClStagedDepth, ring);  // into the slots just used
   }
 }
+// [/docs:ch08_cl_staged_kernel]
 // [/docs:ch08_cl_staged]
 
 // Whether the staged kernel takes these tensors: rows of 16-byte vectors of channels.

@@ -88,3 +88,14 @@ def test_diff_region(docs_sync, tmp_path):
         docs_sync.render("<!-- diff: a.cuh#old c.cuh#same -->\n<!-- /diff -->\n", page)
     with pytest.raises(docs_sync.DocError, match="cannot be read"):
         docs_sync.render("<!-- diff: a.cuh#old -->\n<!-- /diff -->\n", page)
+
+
+def test_nested_markers_not_shown(docs_sync, tmp_path):
+    """A region's excerpt leaves out the marker lines of regions nested inside it."""
+    (tmp_path / "k.cuh").write_text("// [docs:outer]\nint a;\n  // [docs:inner]\nint b;\n  // [/docs:inner]\n"
+                                    "// [/docs:outer]\n")
+    page = tmp_path / "page.md"
+    out = docs_sync.render("<!-- include: k.cuh#outer -->\n<!-- /include -->\n", page)
+    assert "```cuda\nint a;\nint b;\n```\n" in out
+    out = docs_sync.render("<!-- include: k.cuh#inner -->\n<!-- /include -->\n", page)
+    assert "```cuda\nint b;\n```\n" in out
