@@ -11,22 +11,10 @@ import pytest
 
 from profiling import analysis, book, cli, formats, load
 from profiling.catalog import CHART_FILES, CHARTS
+from conftest import drawn_text
 from profiling.table import FormatError
 
 PNG = b"\x89PNG\r\n\x1a\n"
-
-
-def drawn_text(monkeypatch, draw):
-    """Every text of the figure a chart function draws (its titles, bar texts, ticks and footer)."""
-    from profiling import charts
-    figs = []
-    monkeypatch.setattr(charts, "_save", lambda fig, path: figs.append(fig) or path)
-    draw(charts)
-    fig = figs[-1]
-    out = [t.get_text() for ax in fig.axes for t in ax.texts]
-    out += [fig._suptitle.get_text(), fig._supxlabel.get_text()]
-    out += [t.get_text() for ax in fig.axes for t in ax.get_yticklabels()]
-    return " | ".join(out).replace("\n", " ")
 
 
 @pytest.fixture

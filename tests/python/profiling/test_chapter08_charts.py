@@ -15,6 +15,7 @@ import shutil
 
 import pytest
 
+from conftest import drawn_text
 from profiling import analysis, cli, formats, load
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
@@ -28,21 +29,6 @@ KERNELS = "chapter\tname\tvariant\tkernel\tms\ttflops\tgbs\tceiling_pct\tcopy_ce
 def committed():
     view = analysis.select(load.load([str(COMMITTED)]))
     return view, analysis.chapter_profiles(view)
-
-
-def drawn_text(monkeypatch, draw):
-    from profiling import charts
-    figs = []
-    monkeypatch.setattr(charts, "_save", lambda fig, path: figs.append(fig) or path)
-    draw(charts)
-    fig = figs[-1]
-    out = [t.get_text() for ax in fig.axes for t in ax.texts]
-    out += [fig._suptitle.get_text() if fig._suptitle else "", fig._supxlabel.get_text() if fig._supxlabel else ""]
-    for ax in fig.axes:
-        out += [t.get_text() for t in ax.get_xticklabels() + ax.get_yticklabels()]
-        if ax.get_legend():
-            out += [t.get_text() for t in ax.get_legend().get_texts()]
-    return " | ".join(out).replace("\n", " ")
 
 
 # ---- chapter 08 from its benchmark (the committed results: the profiling run predates it) ----------
