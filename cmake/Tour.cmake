@@ -1,5 +1,5 @@
-# `cmake --workflow --preset tour`: runs every chapter at its default shape and prints one table
-# (chapters/tour.cpp). Chapter logs, phase CSVs, the summary and the charts go to <build>/tour/.
+# `cmake --workflow --preset tour`: runs every chapter at the book's headline shape for the work it
+# does and prints one table per kind of work (chapters/tour.cpp). Chapter logs, phase CSVs, the summary and the charts go to <build>/tour/.
 get_property(_chapters GLOBAL PROPERTY CONV1D_CHAPTERS)
 add_executable(conv1d_tour ${PROJECT_SOURCE_DIR}/chapters/tour.cpp)
 conv1d_target_defaults(conv1d_tour)
@@ -18,5 +18,5 @@ add_custom_target(tour
   COMMAND conv1d_tour --out ${CMAKE_BINARY_DIR}/tour ${_charts} --repo ${PROJECT_SOURCE_DIR} ${_exes}
   DEPENDS conv1d_tour ${_chapters}
   USES_TERMINAL
-  COMMENT "The tour: every chapter at its default shape"
+  COMMENT "The tour: every chapter at the book's headline shapes"
   COMMAND_EXPAND_LISTS)
