@@ -592,7 +592,9 @@ def chart_book(rows, path, date=None, device=None):
         first = group[0].chapter
         texts = {}
         for r in group:
-            parts = [_book_value(r.device_ms, per_step), f"{r.ceiling_pct:.1f} % of the copy ceiling"]
+            # (one decimal from 1 % up; below, two significant digits: chapters 01-04's hundredths)
+            share = f"{r.ceiling_pct:.1f}" if r.ceiling_pct >= 1 or r.ceiling_pct <= 0 else f"{r.ceiling_pct:.2g}"
+            parts = [_book_value(r.device_ms, per_step), f"{share} % of the copy ceiling"]
             if r.speedup is not None:
                 if r.over == r.chapter:
                     parts.append("the baseline")

@@ -2,6 +2,7 @@
 """Assembles results/gpu-check from the parts of one GPU check split over several device calls.
 
   results_manifest.py PART_DIR... --out results/gpu-check [--check-only]
+  results_manifest.py PART_DIR... --keep results/check-in-progress
 
 Each PART_DIR is the OUTDIR of one scripts/gpu-check.sh call: its check.tsv says which commit, GPU
 (name, driver, memory), date, steps, chapters and sections that call ran, its summary.md the rows.
@@ -10,7 +11,14 @@ folder is then one check of one commit on one GPU model. The result files of all
 into --out; a table (.tsv) written by several parts with the same header, as the chapters' --summary
 files are appended to, becomes one table with every part's rows, in the parts' order; any other
 file written by two parts is an error. MANIFEST.md lists the parts, and gpu_check_summary.md is every
-part's summary table in one. Standard library only.
+part's summary table in one. --out replaces what the folder held (it must be empty or hold an
+earlier check's MANIFEST.md): files an earlier check wrote and this one did not are gone.
+
+A check split over sessions of the GPU machine keeps its finished parts in the repository until the
+last one has run: --keep DIR copies each part's check.tsv, summary.md, logs/section_seconds.tsv and
+results/ to DIR/part-N (N: the part's number), after the same checks, and against the parts DIR
+already holds. The last assembly names them with the new parts (DIR/part-* PART_DIR... --out ...),
+and DIR is deleted in the same commit. Standard library only.
 """
 import argparse
 import pathlib
@@ -36,15 +44,40 @@ def summary_rows(part):
     return rows
 
 
+def keep(parts, infos, folder):
+    """Copies the parts to FOLDER/part-N, none over one already there."""
+    targets = []
+    for k, (p, i) in enumerate(zip(parts, infos), 1):
+        number = i.get("part", "all")
+        target = folder / f"part-{number if number.isdigit() else 'all'}"
+        if target.exists() or target in targets:
+            print(f"{target}: part {number} is kept already", file=sys.stderr)
+            return 1
+        targets.append(target)
+    for p, target in zip(parts, targets):
+        (target / "logs").mkdir(parents=True)
+        for name in ("check.tsv", "summary.md", "logs/section_seconds.tsv"):
+            if (p / name).is_file():
+                shutil.copy2(p / name, target / name)
+        if (p / "results").is_dir():
+            shutil.copytree(p / "results", target / "results")
+        print(f"kept {p} as {target}")
+    return 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("parts", nargs="+", type=pathlib.Path, help="OUTDIRs of gpu-check.sh calls")
-    ap.add_argument("--out", type=pathlib.Path, required=True, help="the folder to fill (results/gpu-check)")
+    where = ap.add_mutually_exclusive_group(required=True)
+    where.add_argument("--out", type=pathlib.Path, help="the folder to fill (results/gpu-check)")
+    where.add_argument("--keep", type=pathlib.Path,
+                       help="keep finished parts in this folder (results/check-in-progress) for a later assembly")
     ap.add_argument("--check-only", action="store_true", help="check the parts agree; write nothing")
     a = ap.parse_args(argv)
     infos = [read_check(p) for p in a.parts]
+    kept = sorted(a.keep.glob("part-*")) if a.keep and a.keep.is_dir() else []
     for key in ("commit", "gpu"):
-        values = sorted({i[key] for i in infos})
+        values = sorted({i[key] for i in infos + [read_check(k) for k in kept]})
         if len(values) != 1:
             print(f"the parts differ in {key}: {', '.join(values)}: not one check", file=sys.stderr)
             return 1
@@ -71,6 +104,13 @@ def main(argv=None):
         print(f"{len(a.parts)} part(s) of one check: commit {infos[0]['commit']}, {infos[0]['gpu']}; "
               f"{len(sources)} result file(s)")
         return 0
+    if a.keep:
+        return keep(a.parts, infos, a.keep)
+    if a.out.exists() and any(a.out.iterdir()):
+        if not (a.out / "MANIFEST.md").is_file():
+            print(f"{a.out}: not empty and no MANIFEST.md: not a GPU check's folder, left alone", file=sys.stderr)
+            return 1
+        shutil.rmtree(a.out)
     a.out.mkdir(parents=True, exist_ok=True)
     for rel, parts in sources.items():
         (a.out / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -87,7 +127,7 @@ def main(argv=None):
              "(`scripts/docs_sync.py`); a test fails on a file here that nothing reads.", "",
              "| part | date | steps | chapters | sections | seconds | rows |", "|---|---|---|---|---|---|---|"]
     for k, (p, i) in enumerate(zip(a.parts, infos), 1):
-        lines.append(f"| {k} | {i['date']} | {i['steps']} | `{i['chapters']}` | `{i['sections']}` | "
+        lines.append(f"| {i.get('part', k)} | {i['date']} | {i['steps']} | `{i['chapters']}` | `{i['sections']}` | "
                      f"{i.get('seconds', '?')} | {len(summary_rows(p))} |")
     (a.out / "MANIFEST.md").write_text("\n".join(lines) + "\n")
     summary = ["| step | what | result | note |", "|---|---|---|---|"]

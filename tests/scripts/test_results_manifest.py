@@ -15,10 +15,11 @@ import results_manifest  # noqa: E402
 
 
 def part(root, name, commit="abc1234", gpu="GPU X, 580.1, 80 GiB", rows=("| build | b | pass | |",),
-         files=("a.tsv",)):
+         files=("a.tsv",), number=None):
     p = root / name
     (p / "results").mkdir(parents=True)
     (p / "check.tsv").write_text(f"commit\t{commit}\ntree_clean\tyes\ngpu\t{gpu}\ndate\t2026-12-07 10:00 UTC\n"
+                                 + (f"part\t{number}\n" if number else "") +
                                  f"steps\tctest\nchapters\t*\nsections\t*\nseconds\t42\n")
     (p / "summary.md").write_text("| step | what | result | note |\n|---|---|---|---|\n" + "\n".join(rows) + "\n")
     for f in files:
@@ -65,6 +66,44 @@ class Manifest(unittest.TestCase):
         rc, err = run(a, b, "--out", self.root / "out2")
         self.assertEqual(rc, 1)
         self.assertIn("not one table", err)
+
+    def test_out_replaces_an_earlier_check(self):
+        out = self.root / "out"
+        self.assertEqual(run(part(self.root, "old", files=("gone.tsv",)), "--out", out)[0], 0)
+        self.assertEqual(run(part(self.root, "new", files=("b.tsv",)), "--out", out)[0], 0)
+        self.assertFalse((out / "gone.tsv").exists())
+        self.assertTrue((out / "b.tsv").is_file())
+        # A folder that is not a check's is left alone.
+        other = self.root / "other"
+        other.mkdir()
+        (other / "notes.txt").write_text("mine\n")
+        rc, err = run(part(self.root, "x"), "--out", other)
+        self.assertEqual(rc, 1)
+        self.assertIn("not a GPU check's folder", err)
+        self.assertTrue((other / "notes.txt").is_file())
+
+    def test_parts_kept_between_sessions(self):
+        kept = self.root / "kept"
+        first = part(self.root, "p1", files=("a.tsv",), number="1")
+        (first / "logs").mkdir()
+        (first / "logs" / "section_seconds.tsv").write_text("15-book.sh\t238\n")
+        (first / "logs" / "big.log").write_text("not kept\n")
+        self.assertEqual(run(first, "--keep", kept)[0], 0)
+        self.assertEqual(sorted(str(f.relative_to(kept)) for f in kept.rglob("*") if f.is_file()),
+                         ["part-1/check.tsv", "part-1/logs/section_seconds.tsv", "part-1/results/a.tsv",
+                          "part-1/summary.md"])
+        # The same part twice, another commit or another GPU than the kept parts: refused.
+        rc, err = run(part(self.root, "again", files=("c.tsv",), number="1"), "--keep", kept)
+        self.assertEqual((rc, "kept already" in err), (1, True))
+        rc, err = run(part(self.root, "other", commit="fff0000", files=("c.tsv",), number="2"), "--keep", kept)
+        self.assertEqual((rc, "differ in commit" in err), (1, True))
+        # The last assembly joins the kept parts with the new ones.
+        second = part(self.root, "p2", files=("b.tsv",), number="2")
+        out = self.root / "out"
+        self.assertEqual(run(*sorted(kept.glob("part-*")), second, "--out", out)[0], 0)
+        self.assertEqual(sorted(f.name for f in out.iterdir()),
+                         ["MANIFEST.md", "a.tsv", "b.tsv", "gpu_check_summary.md"])
+        self.assertIn("| 2 | 2026-12-07 10:00 UTC |", (out / "MANIFEST.md").read_text())
 
     def test_refused(self):
         cases = {

@@ -10,7 +10,10 @@ A file under results/ counts as read when
   - the source of a test, a script, the profiling package or the build names it;
   - it is a profile the profiling package reads (profiling.formats.detect) in a results folder that
     a test loads whole (results/gpu-check: the charts and the profiling tests read every profile
-    in it).
+    in it);
+  - it belongs to a finished part of a GPU check split over sessions, kept in
+    results/check-in-progress/part-N/ (with the part's check.tsv) until scripts/results_manifest.py
+    joins it with the last parts into results/gpu-check.
 """
 import os
 import pathlib
@@ -30,6 +33,8 @@ from profiling.csvread import read_text  # noqa: E402
 RESULTS = ROOT / "results"
 # Folders the tests and the charts load whole, as the profiling package reads them.
 LOADED_WHOLE = [RESULTS / "gpu-check"]
+# Where a GPU check split over sessions keeps its finished parts (scripts/results_manifest.py --keep).
+KEPT = RESULTS / "check-in-progress"
 # No code in results/: scripts, patches, sources.
 CODE = {".patch", ".diff", ".sh", ".py", ".cu", ".cuh", ".cpp", ".cc", ".h", ".hpp", ".c", ".ipynb"}
 # Where code that reads result files lives.
@@ -105,8 +110,17 @@ def result_files():
     return sorted(p for p in RESULTS.rglob("*") if p.is_file()) if RESULTS.is_dir() else []
 
 
+def kept_parts():
+    """The files of finished parts of a split GPU check (results_manifest.py --keep)."""
+    read = set()
+    for part in sorted(KEPT.glob("part-*")) if KEPT.is_dir() else []:
+        if (part / "check.tsv").is_file():
+            read |= {f.resolve() for f in part.rglob("*") if f.is_file()}
+    return read
+
+
 def unread():
-    read = named_by_pages() | named_by_code() | profiles_loaded()
+    read = named_by_pages() | named_by_code() | profiles_loaded() | kept_parts()
     return [f for f in result_files() if f.resolve() not in read and f.suffix.lower() not in CODE]
 
 

@@ -92,6 +92,7 @@ def test_what_the_chart_says(book_tsv, monkeypatch, tmp_path):
     assert "0.200 ms  ·  89.5 % of the copy ceiling  ·  4,650×" in t
     assert "0.350 ms  ·  76.7 % of the copy ceiling  ·  the baseline" in t
     assert "2.2 µs  ·  33.3 % of the copy ceiling" in t  # a decoding step in µs
+    assert "930 ms  ·  0.019 % of the copy ceiling  ·  the baseline" in t  # below 1 %: two digits
     assert "NOT VERIFIED" in t and "NOT VERIFIED (hatched): forward 10 packed_sequences · cf_packed" in t
     assert "Test GPU  ·  2026-12-24 10:00 UTC  ·  source: the tour's book.tsv" in t
     assert "speed-up: device time over the first chapter's of the same work" in t

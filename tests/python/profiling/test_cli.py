@@ -16,9 +16,15 @@ FAKE_CHAPTER = textwrap.dedent('''\
     # A stand-in for a chapter executable: writes --profile-csv and --summary like common/runner.cu.
     import os, sys
     args = dict(zip(sys.argv[1::2], sys.argv[2::2]))
+    number, name = "{number}", "{name}"
+    if int(args.get("--seqlen", "2048")) > {max_seqlen}:  # (like chapter 11: --seqlen is T, 1..8)
+        print(f"ch{{number}}_{{name}}: --seqlen is T here, 1..{max_seqlen} (got {{args['--seqlen']}})", file=sys.stderr)
+        sys.exit(2)
+    if os.environ.get("CONV1D_PARSE_ONLY", "0") != "0":
+        print(f"ch{{number}}_{{name}}: arguments accepted")
+        sys.exit(0)
     if os.environ.get("FAKE_NO_GPU"):
         sys.exit(77)
-    number, name = "{number}", "{name}"
     prefix, summary = args["--profile-csv"], args["--summary"]
     iters = int(args.get("--iters", "3"))
     scale = {scale}
@@ -50,12 +56,14 @@ FAKE_CHAPTER = textwrap.dedent('''\
 
 
 def make_build(tmp_path, chapters=(("01", "first", 10), ("02", "second", 2))):
+    """Fake chapters (number, name, scale[, the longest --seqlen they take])."""
     build = tmp_path / "build"
-    for number, name, scale in chapters:
+    for number, name, scale, *rest in chapters:
         d = build / "chapters" / f"{number}_{name}"
         d.mkdir(parents=True)
         exe = d / f"ch{number}_{name}"
-        exe.write_text(FAKE_CHAPTER.format(python=sys.executable, number=number, name=name, scale=scale))
+        exe.write_text(FAKE_CHAPTER.format(python=sys.executable, number=number, name=name, scale=scale,
+                                           max_seqlen=rest[0] if rest else 1 << 30))
         exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
         (d / "main.cu.o").write_text("not a chapter")
     return build
@@ -96,6 +104,30 @@ def test_run_numbers_per_timed_run(tmp_path):
     assert p.runs == 3  # iterations 1..3 of 0..4
     assert p.categories == pytest.approx({"alloc": 0, "h2d": 0.002, "host": 0.003, "kernel": 0.004, "d2h": 0.001,
                                           "free": 0})
+
+
+def test_run_leaves_out_a_chapter_that_refuses_the_shape(tmp_path, capsys):
+    # Every built chapter runs at the shape given, but one whose command line refuses it (chapter 11:
+    # --seqlen is the new tokens of a decoding step) is left out with its reason; named with
+    # --chapters, its refusal is a failure.
+    build = make_build(tmp_path, (("01", "first", 10), ("11", "decode", 1, 8)))
+    out = tmp_path / "p"
+    assert cli.main(["run", "--source", "builtin", "--build", str(build), "--out", str(out), "--seqlen", "2048",
+                     "--no-charts"]) == 0
+    printed = capsys.readouterr().out
+    assert "ch11_decode left out, it refuses this shape: --seqlen is T here, 1..8 (got 2048)" in printed
+    info = json.loads((out / "Fake_GPU_9000" / "builtin" / "run_info.json").read_text())
+    assert info["chapters"] == ["ch01_first"]
+    assert info["skipped"] == ["ch11_decode: --seqlen is T here, 1..8 (got 2048)"]
+    # At a shape it takes, it runs like the others.
+    assert cli.main(["run", "--source", "builtin", "--build", str(build), "--out", str(out), "--seqlen", "4",
+                     "--no-charts"]) == 0
+    assert json.loads((out / "Fake_GPU_9000" / "builtin" / "run_info.json").read_text())["chapters"] == \
+        ["ch01_first", "ch11_decode"]
+    # Asked for by name, it runs and its refusal fails the run.
+    assert cli.main(["run", "--source", "builtin", "--build", str(build), "--out", str(out), "--seqlen", "2048",
+                     "--no-charts", "--chapters", "ch01,ch11"]) == 1
+    assert "FAILED: ch11_decode (exit 2" in capsys.readouterr().out
 
 
 def test_run_without_gpu(tmp_path, monkeypatch, capsys):
