@@ -3,8 +3,9 @@ measurements, the backward chapter's copy floor, a host-step slowdown not credit
 chapter, overlapping streams not counted as kernel time, small chapters legible, and the stage
 timeline drawn at the shape its chapter page discusses, chunks and kernels labelled.
 
-Most tests read the committed GPU-check results (results/gpu-check/) the way the tour does without a
-GPU; the rest build small runs in a temporary folder."""
+Most tests read a frozen copy of an earlier GPU check's result folder (fixtures/gpu_check_2026_11,
+an H200's) the way the tour reads results/gpu-check without a GPU; the rest build small runs in a
+temporary folder."""
 import math
 import pathlib
 import shutil
@@ -20,7 +21,7 @@ from profiling.formats import KernelSummary, Summary, Stage
 def committed():
     import pathlib
     root = pathlib.Path(__file__).resolve().parents[3]
-    view = analysis.select(load.load([str(root / "results" / "gpu-check")]))
+    view = analysis.select(load.load([str(root / "tests" / "python" / "fixtures" / "gpu_check_2026_11")]))
     return view, {p.chapter[:4]: p for p in analysis.chapter_profiles(view)}
 
 
