@@ -167,6 +167,8 @@ def run_chapters(args):
         if no_gpu and not failed:
             print(f"profiling: no GPU found, nothing was profiled ({', '.join(no_gpu)} exited with 77)")
             return NO_GPU, None
+        if skipped and not failed:
+            raise FormatError("every chapter refuses this shape: " + "; ".join(skipped))
         raise FormatError("every chapter failed: " + "; ".join(failed))
 
     from profiling import analysis

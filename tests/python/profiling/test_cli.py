@@ -128,6 +128,10 @@ def test_run_leaves_out_a_chapter_that_refuses_the_shape(tmp_path, capsys):
     assert cli.main(["run", "--source", "builtin", "--build", str(build), "--out", str(out), "--seqlen", "2048",
                      "--no-charts", "--chapters", "ch01,ch11"]) == 1
     assert "FAILED: ch11_decode (exit 2" in capsys.readouterr().out
+    # Only it, at a shape it refuses: nothing ran, and the error says why.
+    only = make_build(tmp_path / "only", (("11", "decode", 1, 8),))
+    assert cli.main(["run", "--source", "builtin", "--build", str(only), "--out", str(out), "--seqlen", "2048"]) == 2
+    assert "every chapter refuses this shape: ch11_decode: --seqlen is T here" in capsys.readouterr().err
 
 
 def test_run_without_gpu(tmp_path, monkeypatch, capsys):
