@@ -47,7 +47,7 @@ def summary_rows(part):
 def keep(parts, infos, folder):
     """Copies the parts to FOLDER/part-N, none over one already there."""
     targets = []
-    for k, (p, i) in enumerate(zip(parts, infos), 1):
+    for i in infos:
         number = i.get("part", "all")
         target = folder / f"part-{number if number.isdigit() else 'all'}"
         if target.exists() or target in targets:
@@ -81,6 +81,11 @@ def main(argv=None):
         if len(values) != 1:
             print(f"the parts differ in {key}: {', '.join(values)}: not one check", file=sys.stderr)
             return 1
+    numbers = [i["part"] for i in infos if i.get("part", "").isdigit()]
+    twice = sorted({n for n in numbers if numbers.count(n) > 1}, key=int)
+    if twice:  # (its tables' rows would be counted twice)
+        print(f"part(s) {', '.join(twice)} given more than once: not one check", file=sys.stderr)
+        return 1
     failed = [(p, r) for p in a.parts for r in summary_rows(p) if "| FAIL |" in r]
     if failed:
         for p, r in failed:

@@ -97,6 +97,10 @@ class Manifest(unittest.TestCase):
         self.assertEqual((rc, "kept already" in err), (1, True))
         rc, err = run(part(self.root, "other", commit="fff0000", files=("c.tsv",), number="2"), "--keep", kept)
         self.assertEqual((rc, "differ in commit" in err), (1, True))
+        # The same part twice in an assembly (kept and fetched again): refused, its rows would double.
+        rc, err = run(*sorted(kept.glob("part-*")), part(self.root, "p1b", files=("d.tsv",), number="1"),
+                      "--out", self.root / "twice")
+        self.assertEqual((rc, "part(s) 1 given more than once" in err), (1, True))
         # The last assembly joins the kept parts with the new ones.
         second = part(self.root, "p2", files=("b.tsv",), number="2")
         out = self.root / "out"
