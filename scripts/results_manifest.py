@@ -6,8 +6,9 @@
 
 Each PART_DIR is the OUTDIR of one scripts/gpu-check.sh call: its check.tsv says which commit, GPU
 (name, driver, memory), date, steps, chapters and sections that call ran, its summary.md the rows.
-The parts must name one commit and one GPU model and driver (else exit 1, nothing written): the
-folder is then one check of one commit on one GPU model. The result files of all parts are copied
+The parts must name one commit and one GPU model, its name and memory (else exit 1, nothing
+written): the folder is then one check of one commit on one GPU model. The driver may differ between
+parts run on different machines of that model; MANIFEST.md then gives each part's. The result files of all parts are copied
 into --out; a table (.tsv) written by several parts with the same header, as the chapters' --summary
 files are appended to, becomes one table with every part's rows, in the parts' order; any other
 file written by two parts is an error. MANIFEST.md lists the parts, and gpu_check_summary.md is every
@@ -35,6 +36,17 @@ def read_check(part):
         if key not in info:
             raise SystemExit(f"{f}: no '{key}' line")
     return info
+
+
+def gpu_model(info):
+    """The GPU's name and memory, without the driver ("NAME, DRIVER, MEMORY" in check.tsv)."""
+    fields = info["gpu"].split(", ")
+    return ", ".join(fields[:1] + fields[2:]) if len(fields) == 3 else info["gpu"]
+
+
+def gpu_driver(info):
+    fields = info["gpu"].split(", ")
+    return fields[1] if len(fields) == 3 else "?"
 
 
 def summary_rows(part):
@@ -76,10 +88,11 @@ def main(argv=None):
     a = ap.parse_args(argv)
     infos = [read_check(p) for p in a.parts]
     kept = sorted(a.keep.glob("part-*")) if a.keep and a.keep.is_dir() else []
-    for key in ("commit", "gpu"):
-        values = sorted({i[key] for i in infos + [read_check(k) for k in kept]})
+    every = infos + [read_check(k) for k in kept]
+    for what, value in (("commit", lambda i: i["commit"]), ("gpu model", gpu_model)):
+        values = sorted({value(i) for i in every})
         if len(values) != 1:
-            print(f"the parts differ in {key}: {', '.join(values)}: not one check", file=sys.stderr)
+            print(f"the parts differ in {what}: {'; '.join(values)}: not one check", file=sys.stderr)
             return 1
     numbers = [i["part"] for i in infos if i.get("part", "").isdigit()]
     twice = sorted({n for n in numbers if numbers.count(n) > 1}, key=int)
@@ -106,7 +119,7 @@ def main(argv=None):
                   file=sys.stderr)
             return 1
     if a.check_only:
-        print(f"{len(a.parts)} part(s) of one check: commit {infos[0]['commit']}, {infos[0]['gpu']}; "
+        print(f"{len(a.parts)} part(s) of one check: commit {infos[0]['commit']}, {gpu_model(infos[0])}; "
               f"{len(sources)} result file(s)")
         return 0
     if a.keep:
@@ -126,14 +139,16 @@ def main(argv=None):
         rows = [line for t in texts for line in t.splitlines()[1:] if line]
         (a.out / rel).write_text("\n".join([texts[0].split("\n", 1)[0], *rows]) + "\n")
     lines = ["# What is in results/gpu-check, and where it came from", "",
-             f"One GPU check of commit {infos[0]['commit']} on {infos[0]['gpu']} (name, driver, memory), "
+             f"One GPU check of commit {infos[0]['commit']} on {gpu_model(infos[0])} (name, memory; "
+             f"driver {', '.join(sorted({gpu_driver(i) for i in infos}))}), "
              f"run by `scripts/gpu-check.sh` in {len(a.parts)} call(s) of the GPU machine and assembled by "
              "`scripts/results_manifest.py`. The pages and README render these files "
              "(`scripts/docs_sync.py`); a test fails on a file here that nothing reads.", "",
-             "| part | date | steps | chapters | sections | seconds | rows |", "|---|---|---|---|---|---|---|"]
+             "| part | date | driver | steps | chapters | sections | seconds | rows |",
+             "|---|---|---|---|---|---|---|---|"]
     for k, (p, i) in enumerate(zip(a.parts, infos), 1):
-        lines.append(f"| {i.get('part', k)} | {i['date']} | {i['steps']} | `{i['chapters']}` | `{i['sections']}` | "
-                     f"{i.get('seconds', '?')} | {len(summary_rows(p))} |")
+        lines.append(f"| {i.get('part', k)} | {i['date']} | {gpu_driver(i)} | {i['steps']} | `{i['chapters']}` | "
+                     f"`{i['sections']}` | {i.get('seconds', '?')} | {len(summary_rows(p))} |")
     (a.out / "MANIFEST.md").write_text("\n".join(lines) + "\n")
     summary = ["| step | what | result | note |", "|---|---|---|---|"]
     for p in a.parts:

@@ -50,8 +50,8 @@ class Manifest(unittest.TestCase):
         self.assertEqual((out / "a.tsv").read_text(), "a\n")
         self.assertEqual((out / "b.tsv").read_text(), "b\n")
         manifest = (out / "MANIFEST.md").read_text()
-        self.assertIn("commit abc1234 on GPU X, 580.1, 80 GiB", manifest)
-        self.assertIn("| 2 | 2026-12-07 10:00 UTC | ctest |", manifest)
+        self.assertIn("commit abc1234 on GPU X, 80 GiB (name, memory; driver 580.1)", manifest)
+        self.assertIn("| 2 | 2026-12-07 10:00 UTC | 580.1 | ctest |", manifest)
         self.assertEqual((out / "gpu_check_summary.md").read_text().count("| pass |"), 3)
 
     def test_tables_of_several_parts_become_one(self):
@@ -107,7 +107,21 @@ class Manifest(unittest.TestCase):
         self.assertEqual(run(*sorted(kept.glob("part-*")), second, "--out", out)[0], 0)
         self.assertEqual(sorted(f.name for f in out.iterdir()),
                          ["MANIFEST.md", "a.tsv", "b.tsv", "gpu_check_summary.md"])
-        self.assertIn("| 2 | 2026-12-07 10:00 UTC |", (out / "MANIFEST.md").read_text())
+        self.assertIn("| 2 | 2026-12-07 10:00 UTC | 580.1 |", (out / "MANIFEST.md").read_text())
+
+    def test_drivers_may_differ(self):
+        # Parts run on two machines of one model (name and memory) with different drivers are one
+        # check; MANIFEST.md gives each part's driver. Another memory size is another model.
+        one = part(self.root, "d1", number="1")
+        two = part(self.root, "d2", gpu="GPU X, 590.2, 80 GiB", files=("b.tsv",), number="2")
+        out = self.root / "out"
+        self.assertEqual(run(one, two, "--out", out)[0], 0)
+        manifest = (out / "MANIFEST.md").read_text()
+        self.assertIn("on GPU X, 80 GiB (name, memory; driver 580.1, 590.2)", manifest)
+        self.assertIn("| 2 | 2026-12-07 10:00 UTC | 590.2 |", manifest)
+        other = part(self.root, "d3", gpu="GPU X, 580.1, 141 GiB", files=("c.tsv",), number="3")
+        rc, err = run(one, other, "--out", self.root / "out2")
+        self.assertEqual((rc, "differ in gpu model" in err), (1, True))
 
     def test_refused(self):
         cases = {
