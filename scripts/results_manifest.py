@@ -8,12 +8,13 @@ Each PART_DIR is the OUTDIR of one scripts/gpu-check.sh call: its check.tsv says
 (name, driver, memory), date, steps, chapters and sections that call ran, its summary.md the rows.
 The parts must name one commit and one GPU model, its name and memory (else exit 1, nothing
 written): the folder is then one check of one commit on one GPU model. The driver may differ between
-parts run on different machines of that model; MANIFEST.md then gives each part's. The result files of all parts are copied
-into --out; a table (.tsv) written by several parts with the same header, as the chapters' --summary
-files are appended to, becomes one table with every part's rows, in the parts' order; any other
-file written by two parts is an error. MANIFEST.md lists the parts, and gpu_check_summary.md is every
-part's summary table in one. --out replaces what the folder held (it must be empty or hold an
-earlier check's MANIFEST.md): files an earlier check wrote and this one did not are gone.
+parts run on different machines of that model; MANIFEST.md then gives each part's. The result files
+of all parts are copied into --out; a table (.tsv) written by several parts with the same header, as
+the chapters' --summary files are appended to, becomes one table with every part's rows, in the
+parts' order; any other file written by two parts is an error. MANIFEST.md lists the parts, and
+gpu_check_summary.md is every part's summary table in one. --out replaces what the folder held (it
+must be empty or hold an earlier check's MANIFEST.md): files an earlier check wrote and this one did
+not are gone.
 
 A check split over sessions of the GPU machine keeps its finished parts in the repository until the
 last one has run: --keep DIR copies each part's check.tsv, summary.md, logs/section_seconds.tsv and
@@ -138,9 +139,10 @@ def main(argv=None):
         texts = [(q / "results" / rel).read_text() for q in parts]
         rows = [line for t in texts for line in t.splitlines()[1:] if line]
         (a.out / rel).write_text("\n".join([texts[0].split("\n", 1)[0], *rows]) + "\n")
+    drivers = sorted({gpu_driver(i) for i in infos})
     lines = ["# What is in results/gpu-check, and where it came from", "",
              f"One GPU check of commit {infos[0]['commit']} on {gpu_model(infos[0])} (name, memory; "
-             f"driver {', '.join(sorted({gpu_driver(i) for i in infos}))}), "
+             f"driver{'s' if len(drivers) > 1 else ''} {', '.join(drivers)}), "
              f"run by `scripts/gpu-check.sh` in {len(a.parts)} call(s) of the GPU machine and assembled by "
              "`scripts/results_manifest.py`. The pages and README render these files "
              "(`scripts/docs_sync.py`); a test fails on a file here that nothing reads.", "",

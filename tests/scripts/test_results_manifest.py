@@ -117,7 +117,7 @@ class Manifest(unittest.TestCase):
         out = self.root / "out"
         self.assertEqual(run(one, two, "--out", out)[0], 0)
         manifest = (out / "MANIFEST.md").read_text()
-        self.assertIn("on GPU X, 80 GiB (name, memory; driver 580.1, 590.2)", manifest)
+        self.assertIn("on GPU X, 80 GiB (name, memory; drivers 580.1, 590.2)", manifest)
         self.assertIn("| 2 | 2026-12-07 10:00 UTC | 590.2 |", manifest)
         other = part(self.root, "d3", gpu="GPU X, 580.1, 141 GiB", files=("c.tsv",), number="3")
         rc, err = run(one, other, "--out", self.root / "out2")
