@@ -39,15 +39,10 @@ def read_check(part):
     return info
 
 
-def gpu_model(info):
-    """The GPU's name and memory, without the driver ("NAME, DRIVER, MEMORY" in check.tsv)."""
+def gpu_model_and_driver(info):
+    """("NAME, MEMORY", "DRIVER") from check.tsv's "NAME, DRIVER, MEMORY" (else the line, "?")."""
     fields = info["gpu"].split(", ")
-    return ", ".join(fields[:1] + fields[2:]) if len(fields) == 3 else info["gpu"]
-
-
-def gpu_driver(info):
-    fields = info["gpu"].split(", ")
-    return fields[1] if len(fields) == 3 else "?"
+    return (f"{fields[0]}, {fields[2]}", fields[1]) if len(fields) == 3 else (info["gpu"], "?")
 
 
 def summary_rows(part):
@@ -90,7 +85,7 @@ def main(argv=None):
     infos = [read_check(p) for p in a.parts]
     kept = sorted(a.keep.glob("part-*")) if a.keep and a.keep.is_dir() else []
     every = infos + [read_check(k) for k in kept]
-    for what, value in (("commit", lambda i: i["commit"]), ("gpu model", gpu_model)):
+    for what, value in (("commit", lambda i: i["commit"]), ("gpu model", lambda i: gpu_model_and_driver(i)[0])):
         values = sorted({value(i) for i in every})
         if len(values) != 1:
             print(f"the parts differ in {what}: {'; '.join(values)}: not one check", file=sys.stderr)
@@ -120,7 +115,7 @@ def main(argv=None):
                   file=sys.stderr)
             return 1
     if a.check_only:
-        print(f"{len(a.parts)} part(s) of one check: commit {infos[0]['commit']}, {gpu_model(infos[0])}; "
+        print(f"{len(a.parts)} part(s) of one check: commit {infos[0]['commit']}, {gpu_model_and_driver(infos[0])[0]}; "
               f"{len(sources)} result file(s)")
         return 0
     if a.keep:
@@ -139,9 +134,9 @@ def main(argv=None):
         texts = [(q / "results" / rel).read_text() for q in parts]
         rows = [line for t in texts for line in t.splitlines()[1:] if line]
         (a.out / rel).write_text("\n".join([texts[0].split("\n", 1)[0], *rows]) + "\n")
-    drivers = sorted({gpu_driver(i) for i in infos})
+    drivers = sorted({gpu_model_and_driver(i)[1] for i in infos})
     lines = ["# What is in results/gpu-check, and where it came from", "",
-             f"One GPU check of commit {infos[0]['commit']} on {gpu_model(infos[0])} (name, memory; "
+             f"One GPU check of commit {infos[0]['commit']} on {gpu_model_and_driver(infos[0])[0]} (name, memory; "
              f"driver{'s' if len(drivers) > 1 else ''} {', '.join(drivers)}), "
              f"run by `scripts/gpu-check.sh` in {len(a.parts)} call(s) of the GPU machine and assembled by "
              "`scripts/results_manifest.py`. The pages and README render these files "
@@ -149,7 +144,7 @@ def main(argv=None):
              "| part | date | driver | steps | chapters | sections | seconds | rows |",
              "|---|---|---|---|---|---|---|---|"]
     for k, (p, i) in enumerate(zip(a.parts, infos), 1):
-        lines.append(f"| {i.get('part', k)} | {i['date']} | {gpu_driver(i)} | {i['steps']} | `{i['chapters']}` | "
+        lines.append(f"| {i.get('part', k)} | {i['date']} | {gpu_model_and_driver(i)[1]} | {i['steps']} | `{i['chapters']}` | "
                      f"`{i['sections']}` | {i.get('seconds', '?')} | {len(summary_rows(p))} |")
     (a.out / "MANIFEST.md").write_text("\n".join(lines) + "\n")
     summary = ["| step | what | result | note |", "|---|---|---|---|"]

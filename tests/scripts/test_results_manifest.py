@@ -122,6 +122,7 @@ class Manifest(unittest.TestCase):
         other = part(self.root, "d3", gpu="GPU X, 580.1, 141 GiB", files=("c.tsv",), number="3")
         rc, err = run(one, other, "--out", self.root / "out2")
         self.assertEqual((rc, "differ in gpu model" in err), (1, True))
+        self.assertFalse((self.root / "out2").exists())
 
     def test_refused(self):
         cases = {
